@@ -1,0 +1,152 @@
+"""Module-level annotations `approx.util.annotation.*`: each names a function and
+says which approximation to build around it. The passes turn them into
+knob / decide / try / transform ops and erase them."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
+from xdsl.dialects.func import FuncOp
+from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def, traits_def
+from xdsl.traits import HasParent
+from xdsl.utils.exceptions import VerifyException
+
+from approx_dialect.ladder import verify_ladder
+from approx_dialect.ops import I32Array, verify_transform_type
+
+
+def symbol_name(name: str) -> str:
+    """Function names are accepted with or without a leading '@'."""
+    return name[1:] if name.startswith("@") else name
+
+
+def lookup_func(op: IRDLOperation, name: str) -> FuncOp | None:
+    module = op.parent_op()
+    if not isinstance(module, ModuleOp):
+        return None
+    wanted = symbol_name(name)
+    for candidate in module.ops:
+        if isinstance(candidate, FuncOp) and candidate.sym_name.data == wanted:
+            return candidate
+    return None
+
+
+def require_func(op: IRDLOperation, name: str, role: str) -> FuncOp:
+    func = lookup_func(op, name)
+    if func is None:
+        raise VerifyException(
+            f"{role} '{symbol_name(name)}' named by {op.name} is not a function of this module"
+        )
+    return func
+
+
+class AnnotationOp(IRDLOperation):
+    """Common verifier: the annotated function exists in the enclosing module."""
+
+    func_name = prop_def(StringAttr)
+    traits = traits_def(HasParent(ModuleOp))
+
+    def verify_(self) -> None:
+        require_func(self, self.func_name.data, "function")
+
+
+@irdl_op_definition
+class AnnotationKnobOp(AnnotationOp):
+    name = "approx.util.annotation.knob"
+
+    def __init__(self, func_name: str):
+        super().__init__(properties={"func_name": StringAttr(func_name)})
+
+
+@irdl_op_definition
+class AnnotationConvertToCallOp(AnnotationOp):
+    name = "approx.util.annotation.convert_to_call"
+
+    def __init__(self, func_name: str):
+        super().__init__(properties={"func_name": StringAttr(func_name)})
+
+
+@irdl_op_definition
+class AnnotationTransformOp(AnnotationOp):
+    name = "approx.util.annotation.transform"
+    transform_type = prop_def(StringAttr)
+    knob_val = prop_def(IntegerAttr.constr(i32))
+
+    def __init__(self, func_name: str, transform_type: str, knob_val: int):
+        super().__init__(
+            properties={
+                "func_name": StringAttr(func_name),
+                "transform_type": StringAttr(transform_type),
+                "knob_val": IntegerAttr(knob_val, i32),
+            }
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        verify_transform_type(self.transform_type.data)
+        if self.knob_val.value.data < 0:
+            raise VerifyException(
+                f"knob_val must be >= 0 (0 is exact), got {self.knob_val.value.data}"
+            )
+
+
+@irdl_op_definition
+class AnnotationTryOp(AnnotationOp):
+    name = "approx.util.annotation.try"
+    recover = prop_def(StringAttr)
+    checker = prop_def(StringAttr)
+
+    def __init__(self, func_name: str, recover: str, checker: str):
+        super().__init__(
+            properties={
+                "func_name": StringAttr(func_name),
+                "recover": StringAttr(recover),
+                "checker": StringAttr(checker),
+            }
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        require_func(self, self.recover.data, "recovery function")
+        require_func(self, self.checker.data, "checker function")
+
+
+@irdl_op_definition
+class AnnotationDecisionTreeOp(AnnotationOp):
+    name = "approx.util.annotation.decision_tree"
+    transform_type = prop_def(StringAttr)
+    state_indices = prop_def(DenseArrayBase.constr(i64))
+    state_function = prop_def(StringAttr)
+    num_thresholds = prop_def(IntegerAttr.constr(i32))
+    thresholds_uppers = prop_def(I32Array)
+    thresholds_lowers = prop_def(I32Array)
+    decision_values = prop_def(I32Array)
+    thresholds = prop_def(I32Array)
+    decisions = prop_def(I32Array)
+
+    def verify_(self) -> None:
+        func = require_func(self, self.func_name.data, "function")
+        verify_transform_type(self.transform_type.data)
+        verify_ladder(self)
+        state_fn = require_func(self, self.state_function.data, "state function")
+        n_args = len(func.function_type.inputs.data)
+        indices = list(self.state_indices.get_values())
+        for i in indices:
+            if not 0 <= i < n_args:
+                raise VerifyException(
+                    f"state index {i} is out of range: '{func.sym_name.data}' has "
+                    f"{n_args} arguments"
+                )
+        want = tuple(func.function_type.inputs.data[i] for i in indices)
+        have = tuple(state_fn.function_type.inputs.data)
+        if want != have:
+            raise VerifyException(
+                f"state function '{state_fn.sym_name.data}' takes "
+                f"({', '.join(map(str, have))}) but state_indices select "
+                f"({', '.join(map(str, want))})"
+            )
+        outs = tuple(state_fn.function_type.outputs.data)
+        if outs != (i32,):
+            raise VerifyException(
+                f"state function '{state_fn.sym_name.data}' must return one i32, "
+                f"returns ({', '.join(map(str, outs))})"
+            )

@@ -1,0 +1,122 @@
+"""Parsing, verifying and printing IR with the dialects this toolchain works on.
+
+Parsing records each op's `file:line:col`, so every later error (verifier, pass)
+can say where it is. Inherent attributes written in the `{...}` dictionary (the
+form upstream MLIR's IRDL-loaded dialects need) are moved into properties, so
+both spellings of an ApproxMLIR program are accepted.
+"""
+
+from __future__ import annotations
+
+import io
+
+from xdsl.context import Context
+from xdsl.dialects import affine, arith, builtin, cf, func, llvm, math, memref, scf, tensor
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.irdl import IRDLOperation
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from approx_dialect import Approx
+from approx_dialect.diagnostics import ApproxError
+
+_DIALECTS = (
+    builtin.Builtin,
+    func.Func,
+    arith.Arith,
+    scf.Scf,
+    memref.MemRef,
+    math.Math,
+    cf.Cf,
+    affine.Affine,
+    tensor.Tensor,
+    llvm.LLVM,
+    Approx,
+)
+
+
+def make_context() -> Context:
+    ctx = Context()
+    for dialect in _DIALECTS:
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+class LocatingParser(Parser):
+    """xDSL's parser, but every op gets the FileLineColLoc of its first token."""
+
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
+        super().__init__(ctx, text, name)
+        self._line_offset = line_offset
+
+    def parse_operation(self) -> Operation:
+        span = self._current_token.span
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            where = span.get_location()
+            op.location = FileLineColLoc(
+                StringAttr(where.file), IntAttr(where.line + self._line_offset), IntAttr(where.col)
+            )
+        return op
+
+
+def parse_module(
+    text: str, filename: str = "<stdin>", ctx: Context | None = None, line_offset: int = 0
+) -> ModuleOp:
+    """Parse and verify; raises ApproxError with `file:line:col` on any problem."""
+    ctx = ctx or make_context()
+    try:
+        module = LocatingParser(ctx, text, filename, line_offset).parse_module()
+    except ParseError as err:
+        where = err.span.get_location()
+        raise ApproxError(err.msg, where=f"{where.file}:{where.line + line_offset}:{where.col}") from None
+    move_inherent_attributes_to_properties(module)
+    verify_module(module)
+    return module
+
+
+def move_inherent_attributes_to_properties(module: ModuleOp) -> None:
+    for op in module.walk():
+        if not isinstance(op, IRDLOperation) or not op.attributes:
+            continue
+        prop_names = op.get_irdl_definition().properties
+        for name in [n for n in op.attributes if n in prop_names and n not in op.properties]:
+            op.properties[name] = op.attributes.pop(name)
+
+
+def verify_module(module: ModuleOp) -> None:
+    """Verify every op, innermost first; the first failure becomes an ApproxError
+    pointing at the op that failed."""
+    for op in _post_order(module):
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as err:
+            raise ApproxError(f"'{op.name}' op {_first_line(err)}", op) from None
+        except Exception as err:  # xDSL raises a few non-VerifyException errors
+            raise ApproxError(f"'{op.name}' op does not verify: {_first_line(err)}", op) from None
+
+
+def _post_order(op: Operation):
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                yield from _post_order(child)
+    yield op
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def print_module(module: Operation, generic: bool = False, props_as_attrs: bool = False) -> str:
+    out = io.StringIO()
+    Printer(
+        stream=out,
+        print_generic_format=generic,
+        print_properties_as_attributes=props_as_attrs,
+    ).print_op(module)
+    out.write("\n")
+    return out.getvalue()

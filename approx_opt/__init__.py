@@ -1,0 +1,1 @@
+"""approx-opt: the command line and the compile/execute driver."""

@@ -1,0 +1,1 @@
+"""Optuna search over knobs and the Pareto report (issue 5)."""

@@ -1,0 +1,1 @@
+"""Compound AI systems and kernels built with the toolchain (issue 6)."""

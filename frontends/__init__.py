@@ -1,0 +1,1 @@
+"""Frontends: Python decorator, LLM / retrieval / tool / torch components (issue 4)."""

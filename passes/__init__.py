@@ -1,0 +1,1 @@
+"""Rewrite passes of the approx pipeline."""
