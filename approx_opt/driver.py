@@ -1,0 +1,52 @@
+"""The compile driver behind approx-opt: text in, passes applied, text out.
+
+Kept apart from the command line so frontends and the autotuner call the same
+code the CLI runs (`run_pipeline`)."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from approx_dialect.context import make_context, parse_module, print_module, verify_module
+from approx_dialect.diagnostics import ApproxError
+from approx_opt.pipeline import build_pipeline
+
+
+def apply_passes(module: ModuleOp, spec: str, verify_each: bool = False) -> ModuleOp:
+    """Apply a pipeline string to a verified module in place; verify the result."""
+    ctx = make_context()
+    for pass_ in build_pipeline(spec):
+        try:
+            pass_.apply(ctx, module)
+        except ApproxError:
+            raise
+        except Exception as err:  # a bug in a pass: still one line for the user
+            raise ApproxError(
+                f"internal error in pass '{pass_.name}': {type(err).__name__}: {err}".splitlines()[0],
+                where="<pipeline>",
+            ) from err
+        if verify_each:
+            _verify_after(module, pass_.name)
+    if not verify_each:
+        _verify_after(module, spec or "parsing")
+    return module
+
+
+def _verify_after(module: ModuleOp, what: str) -> None:
+    try:
+        verify_module(module)
+    except ApproxError as err:
+        raise ApproxError(f"after {what}: {err.message}", where=err.where) from None
+
+
+def run_pipeline(
+    text: str,
+    spec: str,
+    filename: str = "<stdin>",
+    generic: bool = False,
+    props_as_attrs: bool = False,
+    line_offset: int = 0,
+) -> str:
+    module = parse_module(text, filename, line_offset=line_offset)
+    apply_passes(module, spec)
+    return print_module(module, generic=generic, props_as_attrs=props_as_attrs)

@@ -1,0 +1,116 @@
+"""approx-opt: apply approx passes to MLIR files, in the style of mlir-opt/xdsl-opt.
+
+Every failure is one line on stderr (`FILE:LINE:COL: error: ...` for IR) and exit
+code 1; `--debug` shows the Python traceback for bug reports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from approx_dialect.diagnostics import ApproxError
+from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME, description, summary
+
+SPLIT_MARKER = "// -----"
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="approx-opt",
+        description="Apply approx dialect passes to MLIR (ApproxMLIR-compatible).",
+    )
+    p.add_argument("input", nargs="?", default="-", help="input .mlir file, or - for stdin")
+    p.add_argument("-p", "--passes", default="", help="comma-separated passes, e.g. emit-approx,config-approx "
+                   f"or {APPROX_PIPELINE_NAME}; options as pass{{opt=val}}")
+    p.add_argument("-o", "--output", default="-", help="output file (default stdout)")
+    p.add_argument("--list-passes", action="store_true", help="list passes with their summaries and exit")
+    p.add_argument("--print-op-generic", action="store_true", help="print ops in the generic form")
+    p.add_argument("--print-no-properties", action="store_true",
+                   help="print properties in the attribute dictionary (for upstream MLIR with IRDL)")
+    p.add_argument("--split-input-file", action="store_true", help=f"process chunks split by '{SPLIT_MARKER}'")
+    p.add_argument("--verify-each", action="store_true", help="verify the IR after every pass")
+    p.add_argument("--emit-irdl", action="store_true", help="print the approx dialect as IRDL and exit")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    return p
+
+
+def list_passes() -> str:
+    lines = [f"{APPROX_PIPELINE_NAME:22s} the whole ApproxMLIR pipeline: {APPROX_PIPELINE}"]
+    for name, cls in ALL_PASSES.items():
+        lines.append(f"{name:22s} {summary(cls)}")
+        for desc_line in description(cls).splitlines():
+            lines.append(f"{'':22s}   {desc_line.strip()}")
+    return "\n".join(lines) + "\n"
+
+
+def read_input(path: str) -> tuple[str, str]:
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except OSError as err:
+        raise ApproxError(f"cannot read input: {err.strerror}", where=path) from None
+    except UnicodeDecodeError:
+        raise ApproxError("input is not UTF-8 text", where=path) from None
+
+
+def process(args: argparse.Namespace) -> str:
+    from approx_opt.driver import run_pipeline
+    from approx_opt.pipeline import build_pipeline
+
+    if args.list_passes:
+        return list_passes()
+    if args.emit_irdl:
+        from approx_dialect.irdl_export import emit_irdl
+
+        return emit_irdl()
+    build_pipeline(args.passes)  # a bad pipeline fails before any input is read
+    text, name = read_input(args.input)
+    chunks = text.split(SPLIT_MARKER) if args.split_input_file else [text]
+    outputs, offset = [], 0
+    for chunk in chunks:
+        outputs.append(
+            run_pipeline(chunk, args.passes, name, args.print_op_generic, args.print_no_properties, offset)
+        )
+        offset += chunk.count("\n")
+    return (SPLIT_MARKER + "\n").join(outputs)
+
+
+def write_output(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as err:
+        raise ApproxError(f"cannot write output: {err.strerror}", where=path) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        write_output(args.output, process(args))
+        return 0
+    except ApproxError as err:
+        if args.debug:
+            raise
+        print(err.line(), file=sys.stderr)
+        return 1
+    except RecursionError:
+        print("error: input nests too deeply", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 1
+    except Exception as err:  # a bug of ours: one line, and --debug for the trace
+        if args.debug:
+            raise
+        msg = (str(err).strip().splitlines() or [""])[0]
+        print(f"error: internal error: {type(err).__name__}: {msg} (rerun with --debug)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""emit-management: turn decision_tree / transform / try annotations into
+`approx.decide`, `approx.transform` and `approx.try` ops inside the knob."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, i1
+from xdsl.dialects.func import CallOp
+from xdsl.ir import Block, Region
+from xdsl.passes import ModulePass
+
+from approx_dialect import (
+    AnnotationDecisionTreeOp,
+    AnnotationTransformOp,
+    AnnotationTryOp,
+    DecideOp,
+    KnobOp,
+    TransformOp,
+    TryOp,
+    YieldOp,
+    symbol_name,
+)
+from approx_dialect.diagnostics import ApproxError
+from passes.ir_utils import first_knob, lookup
+
+
+def knob_of(module: ModuleOp, annotation) -> KnobOp:
+    func = lookup(module, annotation.func_name.data, annotation)
+    knob = first_knob(func)
+    if knob is None:
+        raise ApproxError(
+            f"'{func.sym_name.data}' has no approx.knob; run emit-approx before emit-management",
+            annotation,
+        )
+    return knob
+
+
+def _at_start(knob: KnobOp, op) -> None:
+    block = knob.body.block
+    block.insert_op_before(op, block.first_op)
+
+
+def emit_decide(module: ModuleOp, ann: AnnotationDecisionTreeOp) -> None:
+    knob = knob_of(module, ann)
+    state_fn = lookup(module, ann.state_function.data, ann, "state function")
+    func_args = knob.parent_op().body.block.args
+    state_args = [func_args[i] for i in ann.state_indices.get_values()]
+    block = Block(arg_types=[a.type for a in state_args])
+    call = CallOp(symbol_name(ann.state_function.data), block.args, state_fn.function_type.outputs.data)
+    block.add_ops([call, YieldOp(*call.results)])
+    decide = DecideOp(
+        state_args,
+        Region(block),
+        transform_type=ann.transform_type.data,
+        thresholds=ann.thresholds.get_values(),
+        decisions=ann.decisions.get_values(),
+        thresholds_lowers=ann.thresholds_lowers.get_values(),
+        thresholds_uppers=ann.thresholds_uppers.get_values(),
+        decision_values=ann.decision_values.get_values(),
+    )
+    decide.location = ann.location
+    _at_start(knob, decide)
+
+
+def emit_transform(module: ModuleOp, ann: AnnotationTransformOp) -> None:
+    transform = TransformOp(ann.transform_type.data, ann.knob_val.value.data)
+    transform.location = ann.location
+    _at_start(knob_of(module, ann), transform)
+
+
+def emit_try(module: ModuleOp, ann: AnnotationTryOp) -> None:
+    """The checker sees the knob's results, then the recovery arguments; the
+    recovery function gets the recovery arguments (the knob's arguments)."""
+    knob = knob_of(module, ann)
+    checker = lookup(module, ann.checker.data, ann, "checker function")
+    recover = lookup(module, ann.recover.data, ann, "recovery function")
+    yield_op = knob.body.block.last_op
+    args = list(knob.args)
+    want_check = [v.type for v in yield_op.operands] + [a.type for a in args]
+    if list(checker.function_type.inputs.data) != want_check or list(
+        checker.function_type.outputs.data
+    ) != [i1]:
+        raise ApproxError(
+            f"checker '{checker.sym_name.data}' must have type "
+            f"({', '.join(map(str, want_check))}) -> i1 (the knob's results, then its arguments)",
+            ann,
+        )
+    want_rec_in = [a.type for a in args]
+    want_rec_out = [v.type for v in yield_op.operands]
+    if list(recover.function_type.inputs.data) != want_rec_in or list(
+        recover.function_type.outputs.data
+    ) != want_rec_out:
+        raise ApproxError(
+            f"recovery function '{recover.sym_name.data}' must have type "
+            f"({', '.join(map(str, want_rec_in))}) -> ({', '.join(map(str, want_rec_out))})",
+            ann,
+        )
+    block = Block(arg_types=want_rec_in)
+    call = CallOp(checker.sym_name.data, [*yield_op.operands, *block.args], [i1])
+    block.add_ops([call, YieldOp(*call.results)])
+    try_op = TryOp(args, recover.sym_name.data, Region(block))
+    try_op.location = ann.location
+    knob.body.block.insert_op_before(try_op, yield_op)
+
+
+_EMITTERS = {
+    AnnotationDecisionTreeOp: emit_decide,
+    AnnotationTransformOp: emit_transform,
+    AnnotationTryOp: emit_try,
+}
+
+
+@dataclass(frozen=True)
+class EmitManagementPass(ModulePass):
+    """Inject decide / transform / try ops from module annotations.
+
+    `decision_tree` -> `approx.decide` at the start of the knob, its state region
+    calling `state_function` on the arguments at `state_indices`; `transform` ->
+    `approx.transform` at the start of the knob; `try` -> `approx.try` before the
+    knob's yield, its check region calling `checker(results..., args...)` and
+    `recover` named for the fallback. Names may carry a leading '@'.
+    """
+
+    name = "emit-management"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for annotation in [a for a in op.ops if type(a) in _EMITTERS]:
+            _EMITTERS[type(annotation)](op, annotation)
+            annotation.detach()
+            annotation.erase()

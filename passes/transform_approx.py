@@ -1,0 +1,32 @@
+"""transform-approx: apply each `approx.transform` to the region it stands in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from approx_dialect import TransformOp
+from passes.ir_utils import ops_of
+from passes.transformations import REWRITES
+
+
+@dataclass(frozen=True)
+class TransformApproxPass(ModulePass):
+    """Rewrite the region of every `approx.transform` by its transform_type.
+
+    `loop_perforate`: step of the first scf.for times k. `func_substitute`: the
+    call to `__internal_f` becomes a call to `approx_f_<k>`. `task_skipping`: of
+    the first scf.if/index_switch chain keep branch k (n+1 skips all). Knob 0
+    leaves the region exact. The transform ops are erased.
+    """
+
+    name = "transform-approx"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for transform in ops_of(op, TransformOp):
+            REWRITES[transform.transform_type.data](transform, op)
+            transform.detach()
+            transform.erase()
