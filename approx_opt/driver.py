@@ -50,3 +50,13 @@ def run_pipeline(
     module = parse_module(text, filename, line_offset=line_offset)
     apply_passes(module, spec)
     return print_module(module, generic=generic, props_as_attrs=props_as_attrs)
+
+
+def exact_program(text: str, filename: str = "<stdin>") -> str:
+    """The program with every `approx.util.annotation.*` removed: the exact
+    baseline that approximations are measured against."""
+    module = parse_module(text, filename)
+    for op in [op for op in module.ops if op.name.startswith("approx.util.annotation.")]:
+        op.detach()
+        op.erase()
+    return print_module(module)

@@ -1,0 +1,20 @@
+"""`make bench`: every benchmark of the toolchain, ratios against baselines measured
+in the same run (machines are shared and noisy: medians, not single runs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import pipeline_bench  # noqa: E402
+
+
+def main() -> int:
+    pipeline_bench.main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
