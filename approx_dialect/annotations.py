@@ -4,6 +4,9 @@ knob / decide / try / transform ops and erase them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def, traits_def
@@ -19,15 +22,33 @@ def symbol_name(name: str) -> str:
     return name[1:] if name.startswith("@") else name
 
 
+def function_table(module: ModuleOp) -> dict[str, FuncOp]:
+    return {op.sym_name.data: op for op in module.ops if isinstance(op, FuncOp)}
+
+
+# Function tables of modules being verified right now: verifying n annotations
+# would otherwise scan the module n times.
+_FROZEN_TABLES: dict[int, dict[str, FuncOp]] = {}
+
+
+@contextmanager
+def frozen_function_table(module: ModuleOp) -> Iterator[None]:
+    """While the module is not changed (verification), look functions up in one table."""
+    _FROZEN_TABLES[id(module)] = function_table(module)
+    try:
+        yield
+    finally:
+        del _FROZEN_TABLES[id(module)]
+
+
 def lookup_func(op: IRDLOperation, name: str) -> FuncOp | None:
     module = op.parent_op()
     if not isinstance(module, ModuleOp):
         return None
-    wanted = symbol_name(name)
-    for candidate in module.ops:
-        if isinstance(candidate, FuncOp) and candidate.sym_name.data == wanted:
-            return candidate
-    return None
+    table = _FROZEN_TABLES.get(id(module))
+    if table is None:
+        table = function_table(module)
+    return table.get(symbol_name(name))
 
 
 def require_func(op: IRDLOperation, name: str, role: str) -> FuncOp:

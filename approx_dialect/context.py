@@ -20,6 +20,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from approx_dialect import Approx
+from approx_dialect.annotations import frozen_function_table
 from approx_dialect.diagnostics import ApproxError
 
 _DIALECTS = (
@@ -89,13 +90,14 @@ def move_inherent_attributes_to_properties(module: ModuleOp) -> None:
 def verify_module(module: ModuleOp) -> None:
     """Verify every op, innermost first; the first failure becomes an ApproxError
     pointing at the op that failed."""
-    for op in _post_order(module):
-        try:
-            op.verify(verify_nested_ops=False)
-        except VerifyException as err:
-            raise ApproxError(f"'{op.name}' op {_first_line(err)}", op) from None
-        except Exception as err:  # xDSL raises a few non-VerifyException errors
-            raise ApproxError(f"'{op.name}' op does not verify: {_first_line(err)}", op) from None
+    with frozen_function_table(module):
+        for op in _post_order(module):
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException as err:
+                raise ApproxError(f"'{op.name}' op {_first_line(err)}", op) from None
+            except Exception as err:  # xDSL raises a few non-VerifyException errors
+                raise ApproxError(f"'{op.name}' op does not verify: {_first_line(err)}", op) from None
 
 
 def _post_order(op: Operation):

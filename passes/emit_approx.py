@@ -19,7 +19,7 @@ from approx_dialect import (
     YieldOp,
 )
 from approx_dialect.diagnostics import ApproxError
-from passes.ir_utils import first_knob, lookup, ops_of
+from passes.ir_utils import ModuleSymbols, first_knob, ops_of
 
 # Annotations that need a knob in their function; a knob annotation only asks for one.
 KNOB_IMPLYING = (AnnotationKnobOp, AnnotationDecisionTreeOp, AnnotationTransformOp, AnnotationTryOp)
@@ -74,8 +74,9 @@ class EmitApproxPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         next_id = sum(1 for _ in ops_of(op, KnobOp))
         done: set[str] = set()
+        symbols = ModuleSymbols(op)
         for annotation in [a for a in op.ops if isinstance(a, KNOB_IMPLYING)]:
-            func = lookup(op, annotation.func_name.data, annotation)
+            func = symbols.lookup(annotation.func_name.data, annotation)
             fname = func.sym_name.data
             if fname not in done and first_knob(func) is None:
                 wrap_body_in_knob(func, next_id)

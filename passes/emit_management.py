@@ -23,11 +23,11 @@ from approx_dialect import (
     symbol_name,
 )
 from approx_dialect.diagnostics import ApproxError
-from passes.ir_utils import first_knob, lookup
+from passes.ir_utils import ModuleSymbols, first_knob
 
 
-def knob_of(module: ModuleOp, annotation) -> KnobOp:
-    func = lookup(module, annotation.func_name.data, annotation)
+def knob_of(symbols: ModuleSymbols, annotation) -> KnobOp:
+    func = symbols.lookup(annotation.func_name.data, annotation)
     knob = first_knob(func)
     if knob is None:
         raise ApproxError(
@@ -42,9 +42,9 @@ def _at_start(knob: KnobOp, op) -> None:
     block.insert_op_before(op, block.first_op)
 
 
-def emit_decide(module: ModuleOp, ann: AnnotationDecisionTreeOp) -> None:
-    knob = knob_of(module, ann)
-    state_fn = lookup(module, ann.state_function.data, ann, "state function")
+def emit_decide(symbols: ModuleSymbols, ann: AnnotationDecisionTreeOp) -> None:
+    knob = knob_of(symbols, ann)
+    state_fn = symbols.lookup(ann.state_function.data, ann, "state function")
     func_args = knob.parent_op().body.block.args
     state_args = [func_args[i] for i in ann.state_indices.get_values()]
     block = Block(arg_types=[a.type for a in state_args])
@@ -64,18 +64,18 @@ def emit_decide(module: ModuleOp, ann: AnnotationDecisionTreeOp) -> None:
     _at_start(knob, decide)
 
 
-def emit_transform(module: ModuleOp, ann: AnnotationTransformOp) -> None:
+def emit_transform(symbols: ModuleSymbols, ann: AnnotationTransformOp) -> None:
     transform = TransformOp(ann.transform_type.data, ann.knob_val.value.data)
     transform.location = ann.location
-    _at_start(knob_of(module, ann), transform)
+    _at_start(knob_of(symbols, ann), transform)
 
 
-def emit_try(module: ModuleOp, ann: AnnotationTryOp) -> None:
+def emit_try(symbols: ModuleSymbols, ann: AnnotationTryOp) -> None:
     """The checker sees the knob's results, then the recovery arguments; the
     recovery function gets the recovery arguments (the knob's arguments)."""
-    knob = knob_of(module, ann)
-    checker = lookup(module, ann.checker.data, ann, "checker function")
-    recover = lookup(module, ann.recover.data, ann, "recovery function")
+    knob = knob_of(symbols, ann)
+    checker = symbols.lookup(ann.checker.data, ann, "checker function")
+    recover = symbols.lookup(ann.recover.data, ann, "recovery function")
     yield_op = knob.body.block.last_op
     args = list(knob.args)
     want_check = [v.type for v in yield_op.operands] + [a.type for a in args]
@@ -126,7 +126,8 @@ class EmitManagementPass(ModulePass):
     name = "emit-management"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        symbols = ModuleSymbols(op)
         for annotation in [a for a in op.ops if type(a) in _EMITTERS]:
-            _EMITTERS[type(annotation)](op, annotation)
+            _EMITTERS[type(annotation)](symbols, annotation)
             annotation.detach()
             annotation.erase()

@@ -9,18 +9,29 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from approx_dialect import KnobOp, symbol_name
+from approx_dialect.annotations import function_table
 from approx_dialect.diagnostics import ApproxError
 
 
-def functions(module: ModuleOp) -> dict[str, FuncOp]:
-    return {op.sym_name.data: op for op in module.ops if isinstance(op, FuncOp)}
+class ModuleSymbols:
+    """The module's functions by name, built once per pass (a lookup per
+    annotation would rescan the module); passes that add a function `add` it."""
 
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.table = function_table(module)
 
-def lookup(module: ModuleOp, name: str, by: Operation, role: str = "function") -> FuncOp:
-    func = functions(module).get(symbol_name(name))
-    if func is None:
-        raise ApproxError(f"{role} '{symbol_name(name)}' is not a function of this module", by)
-    return func
+    def get(self, name: str) -> FuncOp | None:
+        return self.table.get(symbol_name(name))
+
+    def lookup(self, name: str, by: Operation, role: str = "function") -> FuncOp:
+        func = self.get(name)
+        if func is None:
+            raise ApproxError(f"{role} '{symbol_name(name)}' is not a function of this module", by)
+        return func
+
+    def add(self, func: FuncOp) -> None:
+        self.table[func.sym_name.data] = func
 
 
 def first_knob(func: FuncOp) -> KnobOp | None:

@@ -13,18 +13,18 @@ from xdsl.passes import ModulePass
 
 from approx_dialect import AnnotationConvertToCallOp
 from approx_dialect.diagnostics import ApproxError
-from passes.ir_utils import functions, lookup, ops_of
+from passes.ir_utils import ModuleSymbols, ops_of
 
 
 def internal_name(func_name: str) -> str:
     return f"__internal_{func_name}"
 
 
-def split_into_call(func: FuncOp, existing: set[str]) -> None:
+def split_into_call(func: FuncOp, symbols: ModuleSymbols) -> None:
     """f(args) { body }  ->  __internal_f(args) { body };  f(args) { return __internal_f(args) }"""
     name = func.sym_name.data
     new_name = internal_name(name)
-    if new_name in existing:
+    if symbols.get(new_name) is not None:
         raise ApproxError(f"cannot split '{name}': '{new_name}' already exists", func)
     if func.is_declaration:
         raise ApproxError(f"cannot split '{name}': it is a declaration without a body", func)
@@ -37,7 +37,7 @@ def split_into_call(func: FuncOp, existing: set[str]) -> None:
     call = CallOp(new_name, block.args, outputs)
     block.add_ops([call, ReturnOp(*call.results)])
     func.add_region(Region(block))
-    existing.add(new_name)
+    symbols.add(internal)
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,9 @@ class PreEmitTransformPass(ModulePass):
     name = "pre-emit-transform"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        existing = set(functions(op))
+        symbols = ModuleSymbols(op)
         for annotation in ops_of(op, AnnotationConvertToCallOp):
-            func = lookup(op, annotation.func_name.data, annotation)
-            split_into_call(func, existing)
+            func = symbols.lookup(annotation.func_name.data, annotation)
+            split_into_call(func, symbols)
             annotation.detach()
             annotation.erase()

@@ -9,7 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from approx_dialect import TransformOp
-from passes.ir_utils import ops_of
+from passes.ir_utils import ModuleSymbols, ops_of
 from passes.transformations import REWRITES
 
 
@@ -26,7 +26,8 @@ class TransformApproxPass(ModulePass):
     name = "transform-approx"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        symbols = ModuleSymbols(op)
         for transform in ops_of(op, TransformOp):
-            REWRITES[transform.transform_type.data](transform, op)
+            REWRITES[transform.transform_type.data](transform, symbols)
             transform.detach()
             transform.erase()

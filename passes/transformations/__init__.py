@@ -1,4 +1,4 @@
-"""One module per transform_type; each exports `apply(transform, module)`, which
+"""One module per transform_type; each exports `apply(transform, symbols)`, which
 rewrites the region the `approx.transform` stands in for its knob value (0 = exact,
 nothing changes). `REWRITES` is what transform-approx dispatches on."""
 

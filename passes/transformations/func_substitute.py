@@ -3,12 +3,12 @@ call to `__internal_f` is redirected to the user's `approx_f_<k>`; k = 0 is exac
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.dialects.builtin import SymbolRefAttr
 from xdsl.dialects.func import CallOp
 
 from approx_dialect import TransformOp
 from approx_dialect.diagnostics import ApproxError
-from passes.ir_utils import first_in_region, functions, parent_func
+from passes.ir_utils import ModuleSymbols, first_in_region, parent_func
 from passes.pre_emit_transform import internal_name
 
 
@@ -16,7 +16,7 @@ def substitute_name(func_name: str, k: int) -> str:
     return f"approx_{func_name}_{k}"
 
 
-def apply(transform: TransformOp, module: ModuleOp) -> None:
+def apply(transform: TransformOp, symbols: ModuleSymbols) -> None:
     k = transform.knob_val.value.data
     func = parent_func(transform)
     fname = func.sym_name.data
@@ -33,7 +33,7 @@ def apply(transform: TransformOp, module: ModuleOp) -> None:
     if k == 0:
         return
     new_name = substitute_name(fname, k)
-    target = functions(module).get(new_name)
+    target = symbols.get(new_name)
     if target is None:
         raise ApproxError(
             f"func_substitute: knob {k} of '{fname}' needs a function '{new_name}' in the module",

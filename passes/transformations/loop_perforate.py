@@ -4,11 +4,11 @@ step multiplied by k, i.e. iterations lb, lb+k*s, lb+2k*s, ...; k <= 1 is exact.
 from __future__ import annotations
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import IntegerAttr
 
 from approx_dialect import TransformOp
 from approx_dialect.diagnostics import ApproxError
-from passes.ir_utils import first_in_region
+from passes.ir_utils import ModuleSymbols, first_in_region
 
 
 def target_loop(transform: TransformOp) -> scf.ForOp:
@@ -21,7 +21,7 @@ def target_loop(transform: TransformOp) -> scf.ForOp:
     return loop
 
 
-def apply(transform: TransformOp, module: ModuleOp) -> None:
+def apply(transform: TransformOp, symbols: ModuleSymbols) -> None:
     loop = target_loop(transform)
     k = transform.knob_val.value.data
     if k <= 1:

@@ -6,12 +6,11 @@ k in 1..n runs branch k unconditionally, k = n+1 skips them all, k = 0 is exact.
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, Region, SSAValue
 
 from approx_dialect import TransformOp
 from approx_dialect.diagnostics import ApproxError
-from passes.ir_utils import body_ops, first_in_region
+from passes.ir_utils import ModuleSymbols, body_ops, first_in_region
 
 BRANCHING = (scf.IfOp, scf.IndexSwitchOp)
 
@@ -46,7 +45,7 @@ def keep_branch(root: Operation, path: tuple[Region, ...]) -> None:
     root.erase()
 
 
-def apply(transform: TransformOp, module: ModuleOp) -> None:
+def apply(transform: TransformOp, symbols: ModuleSymbols) -> None:
     k = transform.knob_val.value.data
     root = first_in_region(transform.parent_region(), BRANCHING)
     if root is None:
