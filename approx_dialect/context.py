@@ -9,6 +9,8 @@ both spellings of an ApproxMLIR program are accepted.
 from __future__ import annotations
 
 import io
+import re
+from bisect import bisect_right
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, builtin, cf, func, llvm, math, memref, scf, tensor
@@ -46,19 +48,25 @@ def make_context() -> Context:
 
 
 class LocatingParser(Parser):
-    """xDSL's parser, but every op gets the FileLineColLoc of its first token."""
+    """xDSL's parser, but every op gets the FileLineColLoc of its first token.
+
+    Line numbers come from one table of line starts (xDSL's Span.get_location
+    recounts newlines from the top of the file for every op)."""
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
         super().__init__(ctx, text, name)
         self._line_offset = line_offset
+        self._file = StringAttr(name)
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def parse_operation(self) -> Operation:
-        span = self._current_token.span
+        start = self._current_token.span.start
         op = super().parse_operation()
         if isinstance(op.location, UnknownLoc):
-            where = span.get_location()
-            op.location = FileLineColLoc(
-                StringAttr(where.file), IntAttr(where.line + self._line_offset), IntAttr(where.col)
+            line = bisect_right(self._line_starts, start)
+            col = start - self._line_starts[line - 1] + 1
+            op.location = FileLineColLoc.new(
+                (self._file, IntAttr(line + self._line_offset), IntAttr(col))
             )
         return op
 
