@@ -11,12 +11,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class TransformType:
+    """One row of the table in docs/transformations.md (generated from here)."""
+
     name: str
     summary: str
+    """What it rewrites."""
     knob: str
+    """What knob value k means."""
     needs: str
-    max_knob: int | None = None
-    """Largest meaningful knob value, or None when unbounded."""
+    """What it needs from the program."""
+    exact: str = "k = 0"
+    """When it is exact."""
 
 
 TRANSFORM_TYPES: dict[str, TransformType] = {
@@ -27,6 +32,7 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "multiplies the step of the first `scf.for` in the knob by k",
             "k >= 2 runs iterations 0, k, 2k, ...; 0 and 1 run every iteration",
             "an `scf.for` inside the knob body",
+            "k <= 1",
         ),
         TransformType(
             "func_substitute",
@@ -39,8 +45,8 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "task_skipping",
             "of the first `scf.if`/`scf.index_switch` chain in the knob, keeps one branch",
             "k in 1..n keeps branch k (1-based, as ApproxMLIR); k = n+1 skips every "
-            "branch; 0 keeps the chain unchanged (ApproxMLIR skips all at 0, see "
-            "`transform-approx{skip-all-at-zero=true}`)",
+            "branch; 0 keeps the chain unchanged (ApproxMLIR skips all at 0; here 0 is "
+            "exact everywhere)",
             "an `scf.if` chain or `scf.index_switch` whose branches return nothing",
         ),
     )
@@ -49,3 +55,21 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
 
 def known_transform_names() -> str:
     return ", ".join(sorted(TRANSFORM_TYPES))
+
+
+def markdown_table() -> str:
+    """docs/transformations.md; a test keeps the file equal to this."""
+    rows = [
+        "# Transformations",
+        "",
+        "Generated from `approx_dialect/transform_types.py` by "
+        "`python -m approx_dialect > docs/transformations.md`.",
+        "Every transformation is exact at knob value 0.",
+        "",
+        "| transform_type | what it rewrites | knob k | exact when | what it needs from the program |",
+        "|---|---|---|---|---|",
+    ]
+    for t in TRANSFORM_TYPES.values():
+        rows.append(f"| `{t.name}` | {t.summary} | {t.knob} | {t.exact} | {t.needs} |")
+    return "\n".join(rows) + "\n"
+

@@ -1,0 +1,17 @@
+"""One table of transformations: the dialect's list, the passes' rewrites and the
+documentation agree."""
+
+from pathlib import Path
+
+from approx_dialect.transform_types import TRANSFORM_TYPES, markdown_table
+from passes.transformations import REWRITES
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "transformations.md"
+
+
+def test_every_transform_type_has_a_rewrite_and_vice_versa():
+    assert set(TRANSFORM_TYPES) == set(REWRITES)
+
+
+def test_docs_table_is_generated_from_the_definitions():
+    assert DOC.read_text() == markdown_table(), "run: python -m approx_dialect > docs/transformations.md"
