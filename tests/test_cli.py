@@ -107,3 +107,30 @@ def test_func_substitute_without_replacement_is_a_clear_error(cli):
 def test_finalize_before_lowering_names_the_missing_pass(cli):
     proc = cli("-", "-p", "emit-approx,emit-management,finalize-approx", stdin=PROGRAM)
     assert_one_line_error(proc, "'approx.decide' is still present; run config-approx")
+
+
+def test_stock_xdsl_opt_loads_the_dialect_and_passes(tmp_path):
+    """The xdsl.universe entry point: xdsl-opt knows approx ops and passes."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from passes import ALL_PASSES
+    from approx_opt.universe import APPROX_UNIVERSE
+
+    assert set(APPROX_UNIVERSE.all_passes) == set(ALL_PASSES)
+    src = tmp_path / "p.mlir"
+    src.write_text(PROGRAM)
+    xdsl_opt = Path(sys.executable).parent / "xdsl-opt"
+    proc = subprocess.run([str(xdsl_opt), str(src), "-p", "emit-approx"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert '"approx.knob"' in proc.stdout
+
+
+def test_emit_irdl_prints_every_op(cli):
+    from approx_dialect import Approx
+
+    proc = cli("--emit-irdl")
+    assert proc.returncode == 0
+    for op in Approx.operations:
+        assert "irdl.operation @" + op.name.split(".", 1)[1] in proc.stdout
