@@ -11,40 +11,54 @@ from approx_dialect.annotations import (
     AnnotationTryOp,
     symbol_name,
 )
+from approx_dialect.cascade import AnnotationCascadeOp
 from approx_dialect.ladder import decision_index
 from approx_dialect.ops import DecideOp, KnobOp, TransformOp, TryOp, YieldOp
+from approx_dialect.param import AnnotationParamOp, ParamOp
 from approx_dialect.transform_types import TRANSFORM_TYPES
+from approx_dialect.tree import AnnotationDecisionTreeMultiOp, DecideTreeOp, tree_decision
 
 Approx = Dialect(
     "approx",
     [
         KnobOp,
         DecideOp,
+        DecideTreeOp,
         TryOp,
         TransformOp,
         YieldOp,
+        ParamOp,
         AnnotationKnobOp,
         AnnotationDecisionTreeOp,
+        AnnotationDecisionTreeMultiOp,
         AnnotationTransformOp,
         AnnotationTryOp,
         AnnotationConvertToCallOp,
+        AnnotationParamOp,
+        AnnotationCascadeOp,
     ],
     [],
 )
 
 __all__ = [
     "Approx",
+    "AnnotationCascadeOp",
     "AnnotationConvertToCallOp",
+    "AnnotationDecisionTreeMultiOp",
     "AnnotationDecisionTreeOp",
     "AnnotationKnobOp",
+    "AnnotationParamOp",
     "AnnotationTransformOp",
     "AnnotationTryOp",
     "DecideOp",
+    "DecideTreeOp",
     "KnobOp",
+    "ParamOp",
     "TRANSFORM_TYPES",
     "TransformOp",
     "TryOp",
     "YieldOp",
     "decision_index",
+    "tree_decision",
     "symbol_name",
 ]

@@ -148,26 +148,33 @@ class AnnotationDecisionTreeOp(AnnotationOp):
         func = require_func(self, self.func_name.data, "function")
         verify_transform_type(self.transform_type.data)
         verify_ladder(self)
-        state_fn = require_func(self, self.state_function.data, "state function")
-        n_args = len(func.function_type.inputs.data)
-        indices = list(self.state_indices.get_values())
-        for i in indices:
-            if not 0 <= i < n_args:
-                raise VerifyException(
-                    f"state index {i} is out of range: '{func.sym_name.data}' has "
-                    f"{n_args} arguments"
-                )
-        want = tuple(func.function_type.inputs.data[i] for i in indices)
-        have = tuple(state_fn.function_type.inputs.data)
-        if want != have:
+        verify_state_function(self, func, 1)
+
+
+def verify_state_function(op: IRDLOperation, func: FuncOp, n_results: int) -> None:
+    """`op.state_function` takes the arguments of `func` at `op.state_indices` and
+    returns `n_results` i32 (shared by decision_tree and decision_tree_multi)."""
+    state_fn = require_func(op, op.state_function.data, "state function")
+    n_args = len(func.function_type.inputs.data)
+    indices = list(op.state_indices.get_values())
+    for i in indices:
+        if not 0 <= i < n_args:
             raise VerifyException(
-                f"state function '{state_fn.sym_name.data}' takes "
-                f"({', '.join(map(str, have))}) but state_indices select "
-                f"({', '.join(map(str, want))})"
+                f"state index {i} is out of range: '{func.sym_name.data}' has "
+                f"{n_args} arguments"
             )
-        outs = tuple(state_fn.function_type.outputs.data)
-        if outs != (i32,):
-            raise VerifyException(
-                f"state function '{state_fn.sym_name.data}' must return one i32, "
-                f"returns ({', '.join(map(str, outs))})"
-            )
+    want = tuple(func.function_type.inputs.data[i] for i in indices)
+    have = tuple(state_fn.function_type.inputs.data)
+    if want != have:
+        raise VerifyException(
+            f"state function '{state_fn.sym_name.data}' takes "
+            f"({', '.join(map(str, have))}) but state_indices select "
+            f"({', '.join(map(str, want))})"
+        )
+    outs = tuple(state_fn.function_type.outputs.data)
+    if outs != (i32,) * n_results:
+        what = "one i32" if n_results == 1 else f"{n_results} i32 (num_features)"
+        raise VerifyException(
+            f"state function '{state_fn.sym_name.data}' must return {what}, "
+            f"returns ({', '.join(map(str, outs))})"
+        )

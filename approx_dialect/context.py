@@ -21,12 +21,17 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from approx_dialect import Approx
+from approx_dialect import Approx, upstream_import
 from approx_dialect.annotations import frozen_function_table
 from approx_dialect.diagnostics import ApproxError
 
+from xdsl.dialects.bufferization import Bufferization
+from xdsl.dialects.linalg import Linalg
+
 _DIALECTS = (
     builtin.Builtin,
+    Linalg,
+    Bufferization,
     func.Func,
     arith.Arith,
     scf.Scf,
@@ -74,8 +79,22 @@ class LocatingParser(Parser):
 def parse_module(
     text: str, filename: str = "<stdin>", ctx: Context | None = None, line_offset: int = 0
 ) -> ModuleOp:
-    """Parse and verify; raises ApproxError with `file:line:col` on any problem."""
+    """Parse and verify; raises ApproxError with `file:line:col` on any problem.
+
+    Large inputs are parsed by upstream MLIR first (`upstream_import`), which
+    builds the same module several times faster; whatever it declines, and every
+    input that turns out invalid, goes through xDSL's parser, so results, messages
+    and locations are xDSL's."""
     ctx = ctx or make_context()
+    if upstream_import.worth_trying(text):
+        module = upstream_import.import_module(text, filename, line_offset, ctx)
+        if module is not None:
+            move_inherent_attributes_to_properties(module)
+            try:
+                verify_module(module)
+                return module
+            except ApproxError:
+                pass  # reported as the xDSL path reports it, below
     try:
         module = LocatingParser(ctx, text, filename, line_offset).parse_module()
     except ParseError as err:

@@ -32,6 +32,16 @@ PIPELINE = (
     "expand-strided-metadata,finalize-memref-to-llvm,convert-to-llvm,reconcile-unrealized-casts)"
 )
 
+#: Run first when the module has tensors or linalg (torch-mlir's linalg-on-tensors):
+#: elementwise arith on tensors -> linalg, bufferization with identity-layout memrefs at
+#: function boundaries (so callables take and return numpy arrays), linalg -> loops, and
+#: deallocation of the temporaries (returned buffers are left to the caller).
+TENSOR_PIPELINE = (
+    "builtin.module(func.func(convert-elementwise-to-linalg),one-shot-bufferize{"
+    "bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "func.func(convert-linalg-to-loops),buffer-deallocation-pipeline,convert-bufferization-to-memref)"
+)
+
 CACHE_SIZE = 256
 _CACHE: OrderedDict[tuple[str, int], "CompiledModule"] = OrderedDict()
 _LOCK = threading.Lock()
@@ -171,6 +181,33 @@ def _view(addr: int, elt: int) -> np.ndarray:
 def _memref_copy(elt, src, dst):
     """`memrefCopy` from MLIR's runner utils (not in the wheel): non-contiguous memref.copy."""
     np.copyto(_view(dst, elt), _view(src, elt))
+
+
+def _readonly_tensor_args(module) -> None:
+    """Tensors are values: bufferization must not write into the caller's arrays."""
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func" or not op.regions[0].blocks:
+            continue
+        inputs = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs
+        if not any(isinstance(t, ir.RankedTensorType) for t in inputs):
+            continue
+        old = ir.ArrayAttr(op.attributes["arg_attrs"]) if "arg_attrs" in op.attributes else None
+        attrs = []
+        for i, t in enumerate(inputs):
+            d = {a.name: a.attr for a in ir.DictAttr(old[i])} if old is not None else {}
+            if isinstance(t, ir.RankedTensorType):
+                d["bufferization.writable"] = ir.BoolAttr.get(False)
+            attrs.append(ir.DictAttr.get(d))
+        op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def _truncdfhf2():
+    """libgcc's f64 -> f16 conversion (x86 has no such instruction; LLVM calls it)."""
+    try:
+        return ctypes.cast(ctypes.CDLL("libgcc_s.so.1").__truncdfhf2, ctypes.c_void_p)
+    except (OSError, AttributeError):
+        return None
 
 
 # ---------------------------------------------------------------- callables
@@ -340,6 +377,12 @@ def _compile(text: str, opt_level: int) -> CompiledModule:
             module = ir.Module.parse(text)
         except ir.MLIRError as e:
             raise _first_diag("cannot parse the module for execution", e) from None
+        if "tensor<" in text or "linalg." in text:
+            try:
+                _readonly_tensor_args(module)
+                passmanager.PassManager.parse(TENSOR_PIPELINE).run(module.operation)
+            except ir.MLIRError as e:
+                raise _first_diag("bufferizing tensors failed", e) from None
         sigs, callable_, refused, decls = {}, [], {}, []
         for op in module.body.operations:
             if op.operation.name != "func.func":
@@ -380,6 +423,8 @@ def _compile(text: str, opt_level: int) -> CompiledModule:
             raise _first_diag("JIT compilation failed", e, diags) from None
         if "@memrefCopy" in str(module):
             ee.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
+        if "f16" in text and _truncdfhf2() is not None:  # f64 -> f16 is a libcall the JIT misses
+            ee.raw_register_runtime("__truncdfhf2", _truncdfhf2())
         functions: dict[str, Callable] = {n: _refuse(n, why) for n, why in refused.items()}
         for i, (name, ins, outs) in enumerate(callable_):
             wrapper = ee.raw_lookup(f"__approx_addr_{i}")

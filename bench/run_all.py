@@ -8,11 +8,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import decision_tree_bench  # noqa: E402
 from bench import pipeline_bench  # noqa: E402
+from bench import transform_precision  # noqa: E402
+from bench import transform_memo_param  # noqa: E402
+from bench import transform_loops  # noqa: E402
 
 
 def main() -> int:
     pipeline_bench.main()
+    decision_tree_bench.main()
+    transform_precision.main()
+    transform_memo_param.main()
+    transform_loops.main()
     return 0
 
 

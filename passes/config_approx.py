@@ -1,5 +1,6 @@
 """config-approx: lower `approx.try` to `scf.if` and `approx.decide` to a state
-call, a threshold count and an `scf.index_switch` with one cloned body per decision."""
+call, a threshold count and an `scf.index_switch` with one cloned body per decision;
+`approx.decide_tree` to nested `scf.if` giving the case index of that switch."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from xdsl.dialects.func import CallOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from approx_dialect import DecideOp, TransformOp, TryOp, YieldOp
+from approx_dialect import DecideOp, DecideTreeOp, TransformOp, TryOp, YieldOp
+from approx_dialect.tree import leaf_decisions
 from passes.ir_utils import ops_of
 
 
@@ -66,9 +68,10 @@ def _index_of_state(state: SSAValue, thresholds, anchor: Operation) -> SSAValue:
     return count
 
 
-def lower_decide(decide: DecideOp) -> None:
+def switch_over_tail(decide: DecideOp | DecideTreeOp, index: SSAValue, decisions: list[int]) -> None:
     """Everything after the decide up to the block's terminator is cloned into
-    one switch case per decision, each case starting with its approx.transform."""
+    one switch case per decision (case i: decisions[i], the last one is the
+    default), each case starting with its approx.transform; the decide is erased."""
     block = decide.parent_block()
     terminator = block.last_op
     tail = []
@@ -77,7 +80,6 @@ def lower_decide(decide: DecideOp) -> None:
         tail.append(op)
         op = op.next_op
     transform_type = decide.transform_type.data
-    decisions = list(decide.decisions.get_values())
     results = list(terminator.operands)
     types = [v.type for v in results]
 
@@ -92,8 +94,6 @@ def lower_decide(decide: DecideOp) -> None:
         case.add_op(scf.YieldOp(*[mapping.get(v, v) for v in results]))
         return Region(case)
 
-    (state,) = inline_region_before(decide.state, decide, decide.state_args)
-    index = _index_of_state(state, decide.thresholds.get_values(), decide)
     switch = scf.IndexSwitchOp(
         index,
         DenseArrayBase.from_list(i64, list(range(len(decisions) - 1))),
@@ -111,6 +111,52 @@ def lower_decide(decide: DecideOp) -> None:
     decide.erase()
 
 
+def lower_decide(decide: DecideOp) -> None:
+    """state call, index = #{t : state >= t}, then one switch case per decision."""
+    (state,) = inline_region_before(decide.state, decide, decide.state_args)
+    index = _index_of_state(state, decide.thresholds.get_values(), decide)
+    switch_over_tail(decide, index, list(decide.decisions.get_values()))
+
+
+def _tree_case_index(tree: DecideTreeOp, features: list[SSAValue], case_of: dict[int, int]) -> SSAValue:
+    """Nested `scf.if (feature < threshold) -> index`; each leaf yields the case
+    of its decision. Built in a scratch block, then moved before the decide."""
+    a = tree.tree()
+
+    def build(node: int, block: Block) -> SSAValue:
+        if a["tree_features"][node] < 0:
+            leaf = arith.ConstantOp(IntegerAttr(case_of[a["tree_decisions"][node]], IndexType()))
+            block.add_op(leaf)
+            return leaf.result
+        bound = arith.ConstantOp(IntegerAttr(a["tree_thresholds"][node], i32))
+        below = arith.CmpiOp(features[a["tree_features"][node]], bound, "slt")
+        sides = []
+        for child in (a["tree_left"][node], a["tree_right"][node]):
+            side = Block()
+            side.add_op(scf.YieldOp(build(child, side)))
+            sides.append(Region(side))
+        branch = scf.IfOp(below, [IndexType()], *sides)
+        branch.location = tree.location
+        block.add_ops([bound, below, branch])
+        return branch.results[0]
+
+    scratch = Block()
+    index = build(0, scratch)
+    for op in list(scratch.ops):
+        op.detach()
+        tree.parent_block().insert_op_before(op, tree)
+    return index
+
+
+def lower_decide_tree(tree: DecideTreeOp) -> None:
+    """state call (num_features i32), nested scf.if giving the case index of the
+    leaf reached, then one switch case per distinct leaf decision (ascending)."""
+    features = inline_region_before(tree.state, tree, tree.state_args)
+    decisions = sorted(set(leaf_decisions(tree)))
+    index = _tree_case_index(tree, features, {d: i for i, d in enumerate(decisions)})
+    switch_over_tail(tree, index, decisions)
+
+
 @dataclass(frozen=True)
 class ConfigApproxPass(ModulePass):
     """Lower dynamic management ops: decide -> index_switch, try -> scf.if.
@@ -120,6 +166,10 @@ class ConfigApproxPass(ModulePass):
     becomes: the state region inlined (a call to the state function), the index
     `#{t in thresholds : state >= t}` and an `scf.index_switch` on it whose case
     i holds `approx.transform(decisions[i])` and a clone of the knob body.
+    `approx.decide_tree` becomes: the state region inlined (num_features i32),
+    nested `scf.if %f < %t -> index` down to the leaf reached, which yields the
+    case of its decision, and the same switch with one case per distinct leaf
+    decision (so leaves sharing a decision share one cloned body).
     """
 
     name = "config-approx"
@@ -129,3 +179,5 @@ class ConfigApproxPass(ModulePass):
             lower_try(try_op)
         for decide in ops_of(op, DecideOp):
             lower_decide(decide)
+        for tree in ops_of(op, DecideTreeOp):
+            lower_decide_tree(tree)

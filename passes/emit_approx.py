@@ -11,6 +11,7 @@ from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
 from approx_dialect import (
+    AnnotationDecisionTreeMultiOp,
     AnnotationDecisionTreeOp,
     AnnotationKnobOp,
     AnnotationTransformOp,
@@ -22,7 +23,13 @@ from approx_dialect.diagnostics import ApproxError
 from passes.ir_utils import ModuleSymbols, first_knob, ops_of
 
 # Annotations that need a knob in their function; a knob annotation only asks for one.
-KNOB_IMPLYING = (AnnotationKnobOp, AnnotationDecisionTreeOp, AnnotationTransformOp, AnnotationTryOp)
+KNOB_IMPLYING = (
+    AnnotationKnobOp,
+    AnnotationDecisionTreeOp,
+    AnnotationDecisionTreeMultiOp,
+    AnnotationTransformOp,
+    AnnotationTryOp,
+)
 
 
 def wrap_body_in_knob(func: FuncOp, knob_id: int) -> KnobOp:

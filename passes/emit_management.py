@@ -12,10 +12,12 @@ from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
 from approx_dialect import (
+    AnnotationDecisionTreeMultiOp,
     AnnotationDecisionTreeOp,
     AnnotationTransformOp,
     AnnotationTryOp,
     DecideOp,
+    DecideTreeOp,
     KnobOp,
     TransformOp,
     TryOp,
@@ -24,6 +26,8 @@ from approx_dialect import (
 )
 from approx_dialect.diagnostics import ApproxError
 from passes.ir_utils import ModuleSymbols, first_knob
+from approx_dialect.param import AnnotationParamOp
+from passes.transformations.param import emit_param
 
 
 def knob_of(symbols: ModuleSymbols, annotation) -> KnobOp:
@@ -42,20 +46,39 @@ def _at_start(knob: KnobOp, op) -> None:
     block.insert_op_before(op, block.first_op)
 
 
-def emit_decide(symbols: ModuleSymbols, ann: AnnotationDecisionTreeOp) -> None:
-    knob = knob_of(symbols, ann)
+def _state_region(symbols: ModuleSymbols, knob: KnobOp, ann) -> tuple[list, Region]:
+    """The function arguments at `state_indices`, and a region calling the state function on them."""
     state_fn = symbols.lookup(ann.state_function.data, ann, "state function")
     func_args = knob.parent_op().body.block.args
     state_args = [func_args[i] for i in ann.state_indices.get_values()]
     block = Block(arg_types=[a.type for a in state_args])
     call = CallOp(symbol_name(ann.state_function.data), block.args, state_fn.function_type.outputs.data)
     block.add_ops([call, YieldOp(*call.results)])
+    return state_args, Region(block)
+
+
+def emit_decide(symbols: ModuleSymbols, ann: AnnotationDecisionTreeOp) -> None:
+    knob = knob_of(symbols, ann)
     decide = DecideOp(
-        state_args,
-        Region(block),
+        *_state_region(symbols, knob, ann),
         transform_type=ann.transform_type.data,
         thresholds=ann.thresholds.get_values(),
         decisions=ann.decisions.get_values(),
+        thresholds_lowers=ann.thresholds_lowers.get_values(),
+        thresholds_uppers=ann.thresholds_uppers.get_values(),
+        decision_values=ann.decision_values.get_values(),
+    )
+    decide.location = ann.location
+    _at_start(knob, decide)
+
+
+def emit_decide_tree(symbols: ModuleSymbols, ann: AnnotationDecisionTreeMultiOp) -> None:
+    knob = knob_of(symbols, ann)
+    decide = DecideTreeOp(
+        *_state_region(symbols, knob, ann),
+        transform_type=ann.transform_type.data,
+        tree=ann.tree(),
+        num_features=ann.num_features.value.data,
         thresholds_lowers=ann.thresholds_lowers.get_values(),
         thresholds_uppers=ann.thresholds_uppers.get_values(),
         decision_values=ann.decision_values.get_values(),
@@ -107,8 +130,10 @@ def emit_try(symbols: ModuleSymbols, ann: AnnotationTryOp) -> None:
 
 _EMITTERS = {
     AnnotationDecisionTreeOp: emit_decide,
+    AnnotationDecisionTreeMultiOp: emit_decide_tree,
     AnnotationTransformOp: emit_transform,
     AnnotationTryOp: emit_try,
+    AnnotationParamOp: emit_param,
 }
 
 
@@ -117,10 +142,13 @@ class EmitManagementPass(ModulePass):
     """Inject decide / transform / try ops from module annotations.
 
     `decision_tree` -> `approx.decide` at the start of the knob, its state region
-    calling `state_function` on the arguments at `state_indices`; `transform` ->
+    calling `state_function` on the arguments at `state_indices`;
+    `decision_tree_multi` -> `approx.decide_tree` the same way; `transform` ->
     `approx.transform` at the start of the knob; `try` -> `approx.try` before the
     knob's yield, its check region calling `checker(results..., args...)` and
-    `recover` named for the fallback. Names may carry a leading '@'.
+    `recover` named for the fallback; `param` -> `approx.param` on the argument
+    `arg_index`, after the knob's leading management ops, whose result the body
+    uses instead of the argument. Names may carry a leading '@'.
     """
 
     name = "emit-management"

@@ -15,8 +15,10 @@ from passes.ir_utils import ops_of
 # Which pass removes each leftover op, for the error message.
 _REMOVED_BY = {
     "approx.decide": "config-approx",
+    "approx.decide_tree": "config-approx",
     "approx.try": "config-approx",
     "approx.transform": "transform-approx",
+    "approx.param": "transform-approx (with a `param` transform on its knob)",
     "approx.util.annotation.convert_to_call": "pre-emit-transform",
     "approx.util.annotation.knob": "emit-approx",
 }
