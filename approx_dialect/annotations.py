@@ -4,8 +4,6 @@ knob / decide / try / transform ops and erase them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
 from xdsl.dialects.func import FuncOp
@@ -14,6 +12,7 @@ from xdsl.traits import HasParent
 from xdsl.utils.exceptions import VerifyException
 
 from approx_dialect.ladder import verify_ladder
+from approx_dialect.symbols import frozen_table
 from approx_dialect.ops import I32Array, verify_transform_type
 
 
@@ -26,29 +25,15 @@ def function_table(module: ModuleOp) -> dict[str, FuncOp]:
     return {op.sym_name.data: op for op in module.ops if isinstance(op, FuncOp)}
 
 
-# Function tables of modules being verified right now: verifying n annotations
-# would otherwise scan the module n times.
-_FROZEN_TABLES: dict[int, dict[str, FuncOp]] = {}
-
-
-@contextmanager
-def frozen_function_table(module: ModuleOp) -> Iterator[None]:
-    """While the module is not changed (verification), look functions up in one table."""
-    _FROZEN_TABLES[id(module)] = function_table(module)
-    try:
-        yield
-    finally:
-        del _FROZEN_TABLES[id(module)]
-
-
 def lookup_func(op: IRDLOperation, name: str) -> FuncOp | None:
     module = op.parent_op()
     if not isinstance(module, ModuleOp):
         return None
-    table = _FROZEN_TABLES.get(id(module))
+    table = frozen_table(module)
     if table is None:
         table = function_table(module)
-    return table.get(symbol_name(name))
+    found = table.get(symbol_name(name))
+    return found if isinstance(found, FuncOp) else None
 
 
 def require_func(op: IRDLOperation, name: str, role: str) -> FuncOp:

@@ -22,7 +22,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from approx_dialect import Approx, upstream_import
-from approx_dialect.annotations import frozen_function_table
+from approx_dialect.symbols import frozen_symbols
 from approx_dialect.diagnostics import ApproxError
 
 from xdsl.dialects.bufferization import Bufferization
@@ -117,7 +117,7 @@ def move_inherent_attributes_to_properties(module: ModuleOp) -> None:
 def verify_module(module: ModuleOp) -> None:
     """Verify every op, innermost first; the first failure becomes an ApproxError
     pointing at the op that failed."""
-    with frozen_function_table(module):
+    with frozen_symbols(module):
         for op in _post_order(module):
             try:
                 op.verify(verify_nested_ops=False)
