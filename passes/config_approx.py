@@ -4,6 +4,8 @@ call, a threshold count and an `scf.index_switch` with one cloned body per decis
 
 from __future__ import annotations
 
+from collections import deque
+
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -68,7 +70,9 @@ def _index_of_state(state: SSAValue, thresholds, anchor: Operation) -> SSAValue:
     return count
 
 
-def switch_over_tail(decide: DecideOp | DecideTreeOp, index: SSAValue, decisions: list[int]) -> None:
+def switch_over_tail(
+    decide: DecideOp | DecideTreeOp, index: SSAValue, decisions: list[int]
+) -> scf.IndexSwitchOp:
     """Everything after the decide up to the block's terminator is cloned into
     one switch case per decision (case i: decisions[i], the last one is the
     default), each case starting with its approx.transform; the decide is erased."""
@@ -109,13 +113,14 @@ def switch_over_tail(decide: DecideOp | DecideTreeOp, index: SSAValue, decisions
         tail_op.erase()
     decide.detach()
     decide.erase()
+    return switch
 
 
-def lower_decide(decide: DecideOp) -> None:
+def lower_decide(decide: DecideOp) -> scf.IndexSwitchOp:
     """state call, index = #{t : state >= t}, then one switch case per decision."""
     (state,) = inline_region_before(decide.state, decide, decide.state_args)
     index = _index_of_state(state, decide.thresholds.get_values(), decide)
-    switch_over_tail(decide, index, list(decide.decisions.get_values()))
+    return switch_over_tail(decide, index, list(decide.decisions.get_values()))
 
 
 def _tree_case_index(tree: DecideTreeOp, features: list[SSAValue], case_of: dict[int, int]) -> SSAValue:
@@ -148,13 +153,13 @@ def _tree_case_index(tree: DecideTreeOp, features: list[SSAValue], case_of: dict
     return index
 
 
-def lower_decide_tree(tree: DecideTreeOp) -> None:
+def lower_decide_tree(tree: DecideTreeOp) -> scf.IndexSwitchOp:
     """state call (num_features i32), nested scf.if giving the case index of the
     leaf reached, then one switch case per distinct leaf decision (ascending)."""
     features = inline_region_before(tree.state, tree, tree.state_args)
     decisions = sorted(set(leaf_decisions(tree)))
     index = _tree_case_index(tree, features, {d: i for i, d in enumerate(decisions)})
-    switch_over_tail(tree, index, decisions)
+    return switch_over_tail(tree, index, decisions)
 
 
 @dataclass(frozen=True)
@@ -177,7 +182,13 @@ class ConfigApproxPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for try_op in ops_of(op, TryOp):
             lower_try(try_op)
-        for decide in ops_of(op, DecideOp):
-            lower_decide(decide)
-        for tree in ops_of(op, DecideTreeOp):
-            lower_decide_tree(tree)
+        # A decision later in the same knob is cloned into every case of the
+        # earlier one's switch (decisions compose); lower the clones in turn.
+        pending = deque(ops_of(op, (DecideOp, DecideTreeOp)))
+        while pending:
+            decision = pending.popleft()
+            if decision.parent is None:  # erased: it was in an earlier decision's tail
+                continue
+            lower = lower_decide if isinstance(decision, DecideOp) else lower_decide_tree
+            switch = lower(decision)
+            pending.extend(d for d in switch.walk() if isinstance(d, (DecideOp, DecideTreeOp)))

@@ -57,8 +57,21 @@ def _state_region(symbols: ModuleSymbols, knob: KnobOp, ann) -> tuple[list, Regi
     return state_args, Region(block)
 
 
-def emit_decide(symbols: ModuleSymbols, ann: AnnotationDecisionTreeOp) -> None:
+def knob_for_decision(symbols: ModuleSymbols, ann) -> KnobOp:
+    """One decision per knob: a second would have to re-decide the same region,
+    and which loop or call each one rewrites would be ambiguous."""
     knob = knob_of(symbols, ann)
+    if any(isinstance(op, (DecideOp, DecideTreeOp)) for op in knob.body.block.ops):
+        raise ApproxError(
+            f"'{symbol_name(ann.func_name.data)}' already has a decision tree; a knob takes "
+            "one decision (merge them into one tree, or put the second on another function)",
+            ann,
+        )
+    return knob
+
+
+def emit_decide(symbols: ModuleSymbols, ann: AnnotationDecisionTreeOp) -> None:
+    knob = knob_for_decision(symbols, ann)
     decide = DecideOp(
         *_state_region(symbols, knob, ann),
         transform_type=ann.transform_type.data,
@@ -73,7 +86,7 @@ def emit_decide(symbols: ModuleSymbols, ann: AnnotationDecisionTreeOp) -> None:
 
 
 def emit_decide_tree(symbols: ModuleSymbols, ann: AnnotationDecisionTreeMultiOp) -> None:
-    knob = knob_of(symbols, ann)
+    knob = knob_for_decision(symbols, ann)
     decide = DecideTreeOp(
         *_state_region(symbols, knob, ann),
         transform_type=ann.transform_type.data,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from approx_dialect import decision_index
+from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
 from approx_opt.execute import compile_module
 from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module, static_transform
@@ -178,3 +179,25 @@ def test_try_with_passing_checker_is_exact():
     guarded = jit(module(TRY, ann)).fn("f")
     for x in RNG.uniform(-9.9, 9.9, 20):
         assert guarded(x) == plain(x)
+
+
+def test_two_decisions_on_one_function_are_a_clear_error():
+    first = decision_tree("sum", "loop_perforate", "state", [10], [0, 2], state_indices=(1,), values=[0, 2, 4])
+    second = decision_tree("sum", "loop_perforate", "state", [20], [0, 4], state_indices=(1,), values=[0, 2, 4])
+    with pytest.raises(ApproxError, match="'sum' already has a decision tree; a knob takes one decision"):
+        run_pipeline(module(STATE_OF_N, SUM_LOOP, first, second), "approx-pipeline")
+
+
+def test_hand_written_nested_decisions_are_lowered_case_by_case():
+    """Two decides in one knob written directly in the IR: the second is cloned
+    into every case of the first and lowered there (no crash, no decide left)."""
+    text = run_pipeline(module(STATE_OF_N, SUM_LOOP, decision_tree("sum", "loop_perforate", "state", [10], [0, 2],
+                                                                   state_indices=(1,), values=[0, 2])),
+                        "emit-approx,emit-management")
+    decide_line = next(line for line in text.splitlines() if '"approx.decide"' in line)
+    start = text.index(decide_line)
+    end = text.index("}) : (index) -> ()", start) + len("}) : (index) -> ()")
+    doubled = text[:end] + "\n" + text[start:end] + text[end:]
+    out = run_pipeline(doubled, "config-approx")
+    assert "approx.decide" not in out
+    assert out.count("scf.index_switch") == 3
