@@ -185,3 +185,19 @@ def test_rules_irdl_cannot_express(upstream, name):
     with pytest.raises(ApproxError):
         parse_module(XDSL_ONLY[name])
     upstream_verify(upstream, for_upstream(XDSL_ONLY[name]))
+
+
+def test_upstream_irdl_binds_one_type_per_variadic_group(upstream):
+    """Known upstream limit: an IRDL constraint variable matches one type across a
+    variadic operand group, so a knob over (memref, index) that xDSL accepts is
+    rejected upstream. Kept as a test so an upstream fix shows up."""
+    text = """
+func.func @f(%m: memref<?xf64>, %n: index) -> index {
+  %0 = "approx.knob"(%m, %n) <{id = 0 : i32, rf = 0 : i32, QoS_in = array<i32>, QoS_out = array<i32>}> ({
+    "approx.yield"(%n) : (index) -> ()
+  }) : (memref<?xf64>, index) -> index
+  func.return %0 : index
+}"""
+    parse_module(text)
+    with pytest.raises(ir.MLIRError, match="expected 'memref<\\?xf64>' but got 'index'"):
+        upstream_verify(upstream, for_upstream(text))
