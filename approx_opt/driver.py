@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from approx_dialect.context import make_context, parse_module, print_module, verify_module
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.config import apply_config
 from approx_opt.pipeline import build_pipeline
 
 
@@ -49,9 +50,13 @@ def run_pipeline(
     generic: bool = False,
     props_as_attrs: bool = False,
     line_offset: int = 0,
+    config: dict | None = None,
 ) -> str:
+    """Parse, set the knobs to `config` (see approx_opt.config), apply the passes, print."""
     with gc_paused():
         module = parse_module(text, filename, line_offset=line_offset)
+        if config:
+            apply_config(module, config)
         apply_passes(module, spec)
         return print_module(module, generic=generic, props_as_attrs=props_as_attrs)
 

@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.config import knob_specs, load_config
 from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME, description, summary
 
 SPLIT_MARKER = "// -----"
@@ -30,6 +31,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--split-input-file", action="store_true", help=f"process chunks split by '{SPLIT_MARKER}'")
     p.add_argument("--verify-each", action="store_true", help="verify the IR after every pass")
     p.add_argument("--emit-irdl", action="store_true", help="print the approx dialect as IRDL and exit")
+    p.add_argument("--apply-config", metavar="JSON", help="set the program's knobs from a saved configuration "
+                   "(knob name -> setting; a front.json entry works) before the passes")
+    p.add_argument("--list-knobs", action="store_true", help="print the program's knobs (the search space) as JSON")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks")
     return p
 
@@ -41,6 +45,16 @@ def list_passes() -> str:
         for desc_line in description(cls).splitlines():
             lines.append(f"{'':22s}   {desc_line.strip()}")
     return "\n".join(lines) + "\n"
+
+
+def list_knobs(text: str, name: str) -> str:
+    import dataclasses
+    import json
+
+    from approx_dialect.context import parse_module
+
+    specs = knob_specs(parse_module(text, name))
+    return json.dumps([dataclasses.asdict(s) for s in specs], indent=2) + "\n"
 
 
 def read_input(path: str) -> tuple[str, str]:
@@ -66,12 +80,15 @@ def process(args: argparse.Namespace) -> str:
 
         return emit_irdl()
     build_pipeline(args.passes)  # a bad pipeline fails before any input is read
+    config = load_config(args.apply_config) if args.apply_config else None
     text, name = read_input(args.input)
+    if args.list_knobs:
+        return list_knobs(text, name)
     chunks = text.split(SPLIT_MARKER) if args.split_input_file else [text]
     outputs, offset = [], 0
     for chunk in chunks:
         outputs.append(
-            run_pipeline(chunk, args.passes, name, args.print_op_generic, args.print_no_properties, offset)
+            run_pipeline(chunk, args.passes, name, args.print_op_generic, args.print_no_properties, offset, config)
         )
         offset += chunk.count("\n")
     return (SPLIT_MARKER + "\n").join(outputs)
