@@ -10,21 +10,15 @@ xDSL instead; `last_fallback_reason` says why. Errors never come from here: an
 input upstream MLIR rejects, or that does not verify, is parsed again by xDSL,
 whose messages and locations the toolchain reports.
 
-What upstream does not expose, and how it is recovered:
-- SSA names (`%acc`): upstream drops them. Result names are read from the text
-  just before the op's name (upstream locates each op at its name); block
-  argument names at the argument's location (upstream locates each at its `%`).
-- Properties of ops upstream does not know (the `approx` dialect: unregistered
-  there) are invisible through the bindings, and upstream sorts every attribute
-  dictionary. So for ops in the generic form (`"name"(...) <{...}>`), the
-  dictionaries are parsed from the op's own text by xDSL's parser, which gives
-  exact values in source order. Ops in a custom form take their attributes from
-  upstream (printed, then parsed by xDSL, cached); only ops whose xDSL parser is
-  known to give the same properties in the same order are accepted
-  (`CUSTOM_FORM_OPS`), and at most one discardable attribute (its order is lost).
-- Upstream rewrites a few things while parsing (identity memref layouts, memory
-  space 0, affine expressions, non-ASCII strings as bytes); texts with those are
-  left to xDSL (`_TEXT_GUARDS`).
+What upstream does not expose is read from the op's own text by `op_text`: SSA
+names (`%acc`), and for ops in the generic form (`"name"(...) <{...}>`) the
+attribute dictionaries in source order (upstream sorts them, and does not show
+the properties of the `approx` ops it does not know); xDSL's parser reads their
+values here. Ops in a custom form take their attributes from upstream (printed,
+then parsed by xDSL, cached); only ops whose xDSL parser is known to give the
+same properties in the same order are accepted (`CUSTOM_FORM_OPS`), and at most
+one discardable attribute (its order is lost). Texts spelling what upstream
+rewrites while parsing are left to xDSL (`op_text.TEXT_GUARDS`).
 """
 
 from __future__ import annotations
@@ -32,16 +26,25 @@ from __future__ import annotations
 import re
 import sys
 import types
-from bisect import bisect_right
 from collections.abc import Iterable
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError
 from xdsl.utils.mlir_lexer import MLIRTokenKind
+
+from approx_dialect.op_text import (
+    SourceText,
+    Unsupported,
+    block_arg_name,
+    generic_dicts,
+    left_to_xdsl,
+    op_name_end,
+    result_names,
+)
 
 # Ops accepted in their custom (pretty) form: for each, xDSL's parser sets the
 # properties upstream reports, in the op definition's order, plus the defaults
@@ -49,10 +52,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 # tests/test_upstream_import.py against xDSL's parser.
 CUSTOM_FORM_OPS = frozenset(
     {
-        "builtin.module",
-        "func.func",
-        "func.return",
-        "func.call",
+        "builtin.module", "func.func", "func.return", "func.call",
         "arith.constant",
         "arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.negf",
         "arith.maximumf", "arith.minimumf",
@@ -68,38 +68,13 @@ CUSTOM_FORM_OPS = frozenset(
     }
 )
 
-# Texts containing any of these are left to xDSL: upstream would canonicalize
-# what they spell (identity layouts / memory space 0 of memrefs, affine
-# expressions, string escapes, dialect resources), explicit locations replace
-# the ones we compute, and named blocks keep names upstream does not report.
-_TEXT_GUARDS = re.compile(
-    r"affine_map<|affine_set<|\{-#|\\|\bloc\s*\(|(?:memref|tensor)<[^<>]*,|\^(?!bb\d+\b)[\w$.-]"
-)
-
 # Terminators that the custom-form parsers of these ops add where the text has
 # none (upstream and xDSL alike).
 _IMPLICIT_TERMINATORS = {"scf.for": "scf.yield", "scf.if": "scf.yield"}
 
-# Generic op head after its name: operands, successors, then `<{` if properties.
-_GENERIC_HEAD_RE = re.compile(r"\s*\([^()]*\)\s*(?:\[[^\[\]]*\]\s*)?(<\s*\{)?")
-_KEY_RE = re.compile(r'(?:([A-Za-z_][\w$.]*)|"([^"\\\n]*)")\s*(=)?\s*')
-_VALUE_TOKEN_RE = re.compile(r'"[^"\\\n]*"|//[^\n]*|->|[<>(){}\[\],]')
-_OPENERS = frozenset("<({[")
-_CLOSERS = frozenset(">)}]")
-_SPACE_RE = re.compile(r"\s*")
-_STRINGS_COMMENTS_ARROWS_RE = re.compile(r'"[^"\n]*"|//[^\n]*|->')
-_BRACKET_RE = re.compile(r"[{}()\[\]<>]")
 _PLAIN_STRING_RE = re.compile(r'"[^"\\\n]*"')
-_UNIT = UnitAttr()
 _new_loc = FileLineColLoc.__new__
 _set = object.__setattr__
-
-_LOC_RE = re.compile(r'loc\("-":(\d+):(\d+)\)')
-_OP_NAME_RE = re.compile(r'"([^"\\]*)"|([A-Za-z_][\w$.]*)')
-_RESULTS_RE = re.compile(r"((?:%[\w$.-]+(?::\d+)?\s*,\s*)*%[\w$.-]+(?::\d+)?)\s*=\s*$")
-_RESULT_RE = re.compile(r"%([\w$.-]+)(?::(\d+))?")
-_ARG_NAME_RE = re.compile(r"%([\w$.-]+)")
-_VALID_NAME_RE = re.compile(r"[A-Za-z_$.-][\w$.-]*")
 
 # Upstream's parser recurses on the C stack and crashes (SIGSEGV) on inputs
 # nested a few thousand deep; xDSL's reports "input nests too deeply". Deeper
@@ -125,10 +100,6 @@ _NS_PREFIX = __name__ + "._upstream_dialects"
 _UNREGISTERED_UPSTREAM = ("approx",)
 
 
-class Unsupported(Exception):
-    """The fast path cannot guarantee the xDSL parser's result for this input."""
-
-
 def worth_trying(text: str) -> bool:
     return len(text) >= FAST_PATH_MIN_CHARS or "torch_mlir.ir" in sys.modules
 
@@ -140,13 +111,8 @@ def import_module(
     upstream MLIR's parse; None (see `last_fallback_reason`) where that cannot be
     guaranteed, or upstream MLIR cannot parse the text."""
     global last_fallback_reason
-    last_fallback_reason = None
-    guard = _TEXT_GUARDS.search(text)
-    if guard:
-        last_fallback_reason = f"text contains {guard.group(0)!r}"
-        return None
-    if _nesting_depth(text) > MAX_NESTING:
-        last_fallback_reason = f"brackets nest deeper than {MAX_NESTING}"
+    last_fallback_reason = left_to_xdsl(text, MAX_NESTING)
+    if last_fallback_reason is not None:
         return None
     try:
         ir, up_ctx = _upstream_context(len(text))
@@ -202,11 +168,8 @@ def _upstream_context(chars: int):
 class _Importer:
     def __init__(self, ctx: Context, text: str, filename: str, line_offset: int):
         self.ctx = ctx
-        self.text = text
-        self.ascii = text.isascii()
+        self.src = SourceText(text, line_offset)
         self.file = StringAttr(filename)
-        self.line_offset = line_offset
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.values: dict = {}  # upstream Value -> SSAValue
         self.types: dict = {}  # upstream Type -> xDSL type (upstream uniques them)
         self.attrs: dict = {}  # upstream Attribute -> xDSL attribute
@@ -241,12 +204,9 @@ class _Importer:
             block = Block(arg_types=[self.type(a.type) for a in up_args])
             for up_arg, arg in zip(up_args, block.args):
                 self.values[up_arg] = arg
-                off = self.offset(str(up_arg.location), "block argument")[2]
-                m = _ARG_NAME_RE.match(self.text, off)
-                if m is None:
-                    raise Unsupported(f"no block argument name at {self.where(off)}")
-                if _VALID_NAME_RE.fullmatch(m.group(1)):
-                    arg.name_hint = m.group(1)
+                hint = block_arg_name(self.src, str(up_arg.location))
+                if hint is not None:
+                    arg.name_hint = hint
             blocks.append(block)
         if len(up_blocks) > 1:
             self.blocks.update(zip(up_blocks, blocks))
@@ -268,20 +228,17 @@ class _Importer:
         op_type, prop_defs = info
 
         loc = str(o.location)
-        line, line_start, off = self.offset(loc, name)
-        m = _OP_NAME_RE.match(self.text, off)
-        generic = m is not None and m.group(1) is not None
-        if m is None or not (
-            m.group(1) == name
-            if generic
-            else name == m.group(2) or name.endswith("." + m.group(2))
-        ):
+        src = self.src
+        line, line_start, off = src.offset(loc, name)
+        found = op_name_end(src.text, off, name)
+        if found is None:
             if parent is not None and loc == parent[1] and parent[0] in _IMPLICIT_TERMINATORS:
                 if name == _IMPLICIT_TERMINATORS[parent[0]] and not len(o.operands):
                     # Added by the parser of a custom-form op, as xDSL's does:
                     # it gets no location there.
                     return op_type.create()
-            raise Unsupported(f"op '{name}' is not where upstream locates it ({self.where(off)})")
+            raise Unsupported(f"op '{name}' is not where upstream locates it ({src.where(off)})")
+        name_end, generic = found
 
         values = self.values
         try:
@@ -296,18 +253,14 @@ class _Importer:
         successors = [self.blocks[b] for b in up_successors] if len(up_successors) else []
 
         if generic:
-            properties, attributes = self.generic_dicts(o, m.end(), prop_defs, len(regions) > 0)
+            properties, attributes = self.generic_dicts(o, name_end, prop_defs, len(regions) > 0)
         else:
             properties, attributes = self.custom_dicts(o, name, prop_defs)
 
         start = off
         groups = None
         if len(up_results):
-            rm = _RESULTS_RE.search(self.text, line_start, off)
-            if rm is None:
-                raise Unsupported(f"results of op '{name}' not found before {self.where(off)}")
-            start = rm.start(1)
-            groups = _RESULT_RE.findall(rm.group(1))
+            start, groups = result_names(src, line_start, off, name)
 
         op = op_type.create(
             operands=operands,
@@ -321,11 +274,10 @@ class _Importer:
         if groups is not None:
             results = op.results
             i = 0
-            for res_name, size in groups:
-                n = int(size) if size else 1
-                if _VALID_NAME_RE.fullmatch(res_name):
+            for hint, n in groups:
+                if hint is not None:
                     for r in results[i : i + n]:
-                        r.name_hint = res_name
+                        r.name_hint = hint
                 i += n
             if i != len(results):
                 raise Unsupported(f"op '{name}' binds {i} names to {len(results)} results")
@@ -338,29 +290,8 @@ class _Importer:
     def generic_dicts(self, o, pos: int, prop_defs, has_regions: bool):
         """Properties and attributes of a generic-form op, read from the op's text
         (exact values, source order) as xDSL's generic parser reads them."""
-        text = self.text
-        m = _GENERIC_HEAD_RE.match(text, pos)
-        if m is None:
-            raise Unsupported(f"cannot read the operands of op '{o.name}' at {self.where(pos)}")
-        pos = m.end()
-        properties: dict[str, Attribute] = {}
-        if m.group(1):
-            properties, pos = self.dictionary(pos - 1, o.name)
-            if text.startswith(">", pos):
-                pos += 1
-            else:
-                raise Unsupported(f"properties of op '{o.name}' not closed at {self.where(pos)}")
-        pos = _skip_space(text, pos)
-        if not has_regions:
-            attributes: dict[str, Attribute] = {}
-            if text.startswith("{", pos):
-                attributes, pos = self.dictionary(pos, o.name)
-                pos = _skip_space(text, pos)
-            if not text.startswith(":", pos):
-                raise Unsupported(f"op '{o.name}' not read up to its type at {self.where(pos)}")
-        else:
-            if not text.startswith("(", pos):
-                raise Unsupported(f"regions of op '{o.name}' not found at {self.where(pos)}")
+        properties, attributes = generic_dicts(self.src, pos, o.name, has_regions, self.source_attr)
+        if attributes is None:
             # The attribute dictionary follows the regions: take it from upstream.
             rest = [(k, a) for k, a in o.attributes.items() if k not in properties]
             if rest and o.context.is_registered_operation(o.name):
@@ -373,39 +304,6 @@ class _Importer:
                 properties[prop_name] = attributes.pop(prop_name)
         return properties, attributes
 
-    def dictionary(self, pos: int, op_name: str) -> tuple[dict[str, Attribute], int]:
-        """The `{key = value, ...}` at `pos` (after spaces): entries in order, values
-        parsed by xDSL one by one (cached); and the position after the `}`."""
-        text = self.text
-        assert text[pos] == "{"
-        pos = _skip_space(text, pos + 1)
-        entries: dict[str, Attribute] = {}
-        if text.startswith("}", pos):
-            return entries, pos + 1
-        while True:
-            km = _KEY_RE.match(text, pos)
-            if km is None:
-                raise Unsupported(f"cannot read a key in op '{op_name}' at {self.where(pos)}")
-            key = km.group(1) if km.group(1) is not None else km.group(2)
-            if key in entries:
-                raise Unsupported(f"duplicate key '{key}' in op '{op_name}'")
-            pos = km.end()
-            if km.group(3):  # `=`: a value follows
-                end = _value_end(text, pos)
-                if end is None:
-                    raise Unsupported(f"cannot find the end of '{key}' in op '{op_name}'")
-                entries[key] = self.source_attr(text[pos:end])
-                pos = end
-            else:
-                entries[key] = _UNIT
-            pos = _skip_space(text, pos)
-            if text.startswith(",", pos):
-                pos = _skip_space(text, pos + 1)
-            elif text.startswith("}", pos):
-                return entries, pos + 1
-            else:
-                raise Unsupported(f"cannot read the dictionary of op '{op_name}' at {self.where(pos)}")
-
     def source_attr(self, spelling: str) -> Attribute:
         """An attribute as xDSL parses it from its source spelling."""
         spelling = spelling.strip()
@@ -414,13 +312,8 @@ class _Importer:
             if _PLAIN_STRING_RE.fullmatch(spelling):
                 attr = StringAttr(spelling[1:-1])
             else:
-                p = Parser(self.ctx, spelling)
-                attr = p.parse_attribute()
-                if p._current_token.kind != MLIRTokenKind.EOF:
-                    raise Unsupported(f"attribute {spelling[:60]} not read whole")
-            if len(_ATTR_CACHE) > _CACHE_LIMIT:
-                _ATTR_CACHE.clear()
-            _ATTR_CACHE[spelling] = attr
+                attr = _parse(self.ctx, spelling, "attribute")
+            _remember(_ATTR_CACHE, spelling, attr)
         return attr
 
     def custom_dicts(self, o, name: str, prop_defs):
@@ -444,74 +337,36 @@ class _Importer:
     def attr(self, up_attr) -> Attribute:
         attr = self.attrs.get(up_attr)
         if attr is None:
-            attr = self.attrs[up_attr] = self.attr_from_text(up_attr)
+            attr = self.attrs[up_attr] = self.from_text(up_attr, "attribute", _ATTR_CACHE)
         return attr
 
     def type(self, up_type) -> Attribute:
         attr = self.types.get(up_type)
         if attr is None:
-            attr = self.types[up_type] = self.type_from_text(up_type)
+            attr = self.types[up_type] = self.from_text(up_type, "type", _TYPE_CACHE)
         return attr
 
-    def attr_from_text(self, up_attr) -> Attribute:
-        key = str(up_attr)
-        attr = _ATTR_CACHE.get(key)
+    def from_text(self, up_obj, kind: str, cache: dict[str, Attribute]) -> Attribute:
+        """Upstream attribute or type `up_obj` (`kind`), as xDSL parses upstream's
+        spelling of it."""
+        key = str(up_obj)
+        attr = cache.get(key)
         if attr is None:
             if "\\" in key:  # upstream prints non-ASCII strings as bytes
-                raise Unsupported(f"attribute {key[:60]} has escapes")
-            p = Parser(self.ctx, key)
-            attr = p.parse_attribute()
-            if p._current_token.kind != MLIRTokenKind.EOF:
-                raise Unsupported(f"attribute {key[:60]} not read whole")
+                raise Unsupported(f"{kind} {key[:60]} has escapes")
+            attr = _parse(self.ctx, key, kind)
             _reject_dictionaries(attr, key)
-            if len(_ATTR_CACHE) > _CACHE_LIMIT:
-                _ATTR_CACHE.clear()
-            _ATTR_CACHE[key] = attr
-        return attr
-
-    def type_from_text(self, up_type) -> Attribute:
-        key = str(up_type)
-        attr = _TYPE_CACHE.get(key)
-        if attr is None:
-            if "\\" in key:
-                raise Unsupported(f"type {key[:60]} has escapes")
-            p = Parser(self.ctx, key)
-            attr = p.parse_type()
-            if p._current_token.kind != MLIRTokenKind.EOF:
-                raise Unsupported(f"type {key[:60]} not read whole")
-            _reject_dictionaries(attr, key)
-            if len(_TYPE_CACHE) > _CACHE_LIMIT:
-                _TYPE_CACHE.clear()
-            _TYPE_CACHE[key] = attr
+            _remember(cache, key, attr)
         return attr
 
     # -- locations -----------------------------------------------------------
-
-    def offset(self, loc: str, what: str) -> tuple[int, int, int]:
-        """(line, offset of that line, offset) in the text of an upstream
-        `loc("-":line:col)`."""
-        m = _LOC_RE.fullmatch(loc)
-        if m is None:
-            raise Unsupported(f"{what} has location {loc}")
-        line, col = int(m.group(1)), int(m.group(2))
-        if not 0 < line <= len(self.line_starts):
-            raise Unsupported(f"{what} has location {loc}")
-        start = self.line_starts[line - 1]
-        if self.ascii:
-            return line, start, start + col - 1
-        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        text = self.text[start:end]
-        if text.isascii():
-            return line, start, start + col - 1
-        # upstream counts columns in bytes
-        return line, start, start + len(text.encode()[: col - 1].decode(errors="replace"))
 
     def location(self, line: int, col: int) -> FileLineColLoc:
         # What LocatingParser builds with FileLineColLoc.new, less re-verifying
         # parameters that are right by construction.
         loc = _new_loc(FileLineColLoc)
         _set(loc, "filename", self.file)
-        _set(loc, "line", self.int(line + self.line_offset))
+        _set(loc, "line", self.int(line + self.src.line_offset))
         _set(loc, "column", self.int(col))
         return loc
 
@@ -521,43 +376,20 @@ class _Importer:
             attr = self.ints[n] = IntAttr(n)
         return attr
 
-    def where(self, off: int) -> str:
-        line = bisect_right(self.line_starts, off)
-        return f"{line + self.line_offset}:{off - self.line_starts[line - 1] + 1}"
+
+def _parse(ctx: Context, spelling: str, kind: str) -> Attribute:
+    """`spelling` parsed whole by xDSL as an attribute or a type (`kind`)."""
+    p = Parser(ctx, spelling)
+    attr = p.parse_type() if kind == "type" else p.parse_attribute()
+    if p._current_token.kind != MLIRTokenKind.EOF:
+        raise Unsupported(f"{kind} {spelling[:60]} not read whole")
+    return attr
 
 
-def _nesting_depth(text: str) -> int:
-    """How deep brackets nest in `text`, strings and comments aside."""
-    depth = deepest = 0
-    for c in _BRACKET_RE.findall(_STRINGS_COMMENTS_ARROWS_RE.sub("", text)):
-        if c in _OPENERS:
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-        else:
-            depth -= 1
-    return deepest
-
-
-def _skip_space(text: str, pos: int) -> int:
-    return _SPACE_RE.match(text, pos).end()
-
-
-def _value_end(text: str, pos: int) -> int | None:
-    """End of the attribute value starting at `pos`: the `,` or `}` that closes
-    it, brackets and strings skipped."""
-    depth = 0
-    for m in _VALUE_TOKEN_RE.finditer(text, pos):
-        tok = m.group(0)
-        if tok in _OPENERS:
-            depth += 1
-        elif tok in _CLOSERS:
-            if depth == 0:
-                return m.start() if tok == "}" else None
-            depth -= 1
-        elif tok == "," and depth == 0:
-            return m.start()
-    return None
+def _remember(cache: dict[str, Attribute], key: str, attr: Attribute) -> None:
+    if len(cache) > _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = attr
 
 
 def _reject_dictionaries(attr: Attribute, key: str) -> None:
