@@ -20,8 +20,10 @@ from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from approx_dialect import Approx, upstream_import
+from approx_dialect.pyobj import PyObj
 from approx_dialect.symbols import frozen_symbols
 from approx_dialect.diagnostics import ApproxError
 
@@ -42,7 +44,14 @@ _DIALECTS = (
     tensor.Tensor,
     llvm.LLVM,
     Approx,
+    PyObj,  # opaque Python values of orchestration code (frontends)
 )
+
+
+# xDSL 0.74 lexes string literals with `"(?:[^"...]+|\\...)*"`, which backtracks
+# exponentially on an unterminated string (40 characters after a lone `"` take
+# minutes). The same language, matched possessively (no backtracking):
+MLIRLexer._unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
 
 
 def make_context() -> Context:
@@ -65,8 +74,14 @@ class LocatingParser(Parser):
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def parse_operation(self) -> Operation:
-        start = self._current_token.span.start
-        op = super().parse_operation()
+        first = self._current_token.span
+        start = first.start
+        try:
+            op = super().parse_operation()
+        except VerifyException as err:  # xDSL checks some attributes while parsing (an integer outside its type)
+            raise ParseError(first, _first_line(err)) from None
+        except (OverflowError, ValueError) as err:  # e.g. a hex float literal too wide for its type
+            raise ParseError(first, f"number out of range in this op: {_first_line(err)}") from None
         if isinstance(op.location, UnknownLoc):
             line = bisect_right(self._line_starts, start)
             col = start - self._line_starts[line - 1] + 1
@@ -95,11 +110,16 @@ def parse_module(
                 return module
             except ApproxError:
                 pass  # reported as the xDSL path reports it, below
+    parser = None
     try:
-        module = LocatingParser(ctx, text, filename, line_offset).parse_module()
+        parser = LocatingParser(ctx, text, filename, line_offset)  # lexes the first token: may raise
+        module = parser.parse_module()
     except ParseError as err:
         where = err.span.get_location()
         raise ApproxError(err.msg, where=f"{where.file}:{where.line + line_offset}:{where.col}") from None
+    except VerifyException as err:  # raised while parsing outside any op (attribute aliases)
+        where = parser._current_token.span.get_location()
+        raise ApproxError(_first_line(err), where=f"{where.file}:{where.line + line_offset}:{where.col}") from None
     move_inherent_attributes_to_properties(module)
     verify_module(module)
     return module

@@ -16,6 +16,7 @@ Settings (JSON-friendly):
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,8 +128,26 @@ def knob_specs(module: ModuleOp) -> list[KnobSpec]:
     return specs
 
 
+def _i32s(spec: KnobSpec, values, what: str) -> list[int]:
+    """A JSON list of i32 integers (numpy integers welcome; no bools, floats or strings)."""
+    if not isinstance(values, (list, tuple)):
+        raise ApproxError(f"knob '{spec.name}': {what}s must be a list of integers, got {values!r}"[:300],
+                          where="<config>")
+    out = []
+    for v in values:
+        try:
+            if isinstance(v, bool):
+                raise TypeError
+            out.append(operator.index(v))
+        except TypeError:
+            raise ApproxError(f"knob '{spec.name}': {what} {v!r} is not an integer"[:300], where="<config>") from None
+        if not -(2**31) <= out[-1] < 2**31:
+            raise ApproxError(f"knob '{spec.name}': {what} {v} does not fit in i32", where="<config>")
+    return out
+
+
 def _check_values(spec: KnobSpec, values, what: str) -> list[int]:
-    values = [int(v) for v in values]
+    values = _i32s(spec, values, what)
     bad = [v for v in values if v not in spec.values]
     if bad:
         raise ApproxError(f"knob '{spec.name}': {what} {bad[0]} is not among its values {list(spec.values)}",
@@ -156,13 +175,13 @@ def apply_config(module: ModuleOp, config: dict[str, dict]) -> ModuleOp:
             else:
                 ann.properties["tree_decisions"] = i32_array([k] * spec.num_thresholds)
         elif spec.kind == "ladder" and {"thresholds", "decisions"} <= set(setting):
-            thresholds = [int(t) for t in setting["thresholds"]]
+            thresholds = _i32s(spec, setting["thresholds"], "threshold")
             decisions = _check_values(spec, setting["decisions"], "decision")
             ann.properties["thresholds"] = i32_array(thresholds)
             ann.properties["num_thresholds"] = IntegerAttr(len(thresholds), i32)
             ann.properties["decisions"] = i32_array(decisions)
         elif spec.kind == "tree" and {"tree_thresholds", "tree_decisions"} <= set(setting):
-            ann.properties["tree_thresholds"] = i32_array([int(t) for t in setting["tree_thresholds"]])
+            ann.properties["tree_thresholds"] = i32_array(_i32s(spec, setting["tree_thresholds"], "threshold"))
             ann.properties["tree_decisions"] = i32_array(_check_values(spec, setting["tree_decisions"], "decision"))
         else:
             raise ApproxError(f"knob '{name}' ({spec.kind}): setting {setting!r} has none of the expected keys",

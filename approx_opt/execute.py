@@ -43,7 +43,7 @@ TENSOR_PIPELINE = (
 )
 
 CACHE_SIZE = 256
-_CACHE: OrderedDict[tuple[str, int], "CompiledModule"] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int, bool], "CompiledModule"] = OrderedDict()
 _LOCK = threading.Lock()
 
 _DYN = ir.ShapedType.get_dynamic_size()
@@ -353,14 +353,17 @@ def _text_of(ir_or_text) -> str:
     return print_module(ir_or_text, generic=True)
 
 
-def compile_module(ir_or_text, opt_level: int = 2) -> CompiledModule:
-    """Lower and JIT a module (text or xDSL ModuleOp); the same text is compiled only once."""
+def compile_module(ir_or_text, opt_level: int = 2, check_bounds: bool = False) -> CompiledModule:
+    """Lower and JIT a module (text or xDSL ModuleOp); the same text is compiled only once.
+
+    `check_bounds=True` inserts MLIR's runtime verification (`generate-runtime-verification`):
+    an out-of-bounds memref access prints the op and aborts the process (run it in a child)."""
     text = _text_of(ir_or_text)
-    key = (hashlib.sha256(text.encode()).hexdigest(), opt_level)
+    key = (hashlib.sha256(text.encode()).hexdigest(), opt_level, check_bounds)
     with _LOCK:
         cm = _CACHE.get(key)
         if cm is None:
-            cm = _compile(text, opt_level)
+            cm = _compile(text, opt_level, check_bounds)
             _CACHE[key] = cm
             while len(_CACHE) > CACHE_SIZE:
                 _CACHE.popitem(last=False)
@@ -369,7 +372,7 @@ def compile_module(ir_or_text, opt_level: int = 2) -> CompiledModule:
         return cm
 
 
-def _compile(text: str, opt_level: int) -> CompiledModule:
+def _compile(text: str, opt_level: int, check_bounds: bool = False) -> CompiledModule:
     ctx, diags = ir.Context(), []
     ctx.attach_diagnostic_handler(lambda d: diags.append((d.message, str(d.location))) or True)
     with ctx, ir.Location.unknown():
@@ -405,7 +408,8 @@ def _compile(text: str, opt_level: int) -> CompiledModule:
             op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
             callable_.append((name, ins, outs))
         try:
-            passmanager.PassManager.parse(PIPELINE).run(module.operation)
+            pipeline = PIPELINE.replace("(", "(generate-runtime-verification,", 1) if check_bounds else PIPELINE
+            passmanager.PassManager.parse(pipeline).run(module.operation)
         except ir.MLIRError as e:
             raise _first_diag("lowering to LLVM failed", e) from None
         # Tiny functions returning each `_mlir_ciface_*` address, so calls can skip `invoke`.

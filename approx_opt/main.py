@@ -34,6 +34,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--apply-config", metavar="JSON", help="set the program's knobs from a saved configuration "
                    "(knob name -> setting; a front.json entry works) before the passes")
     p.add_argument("--list-knobs", action="store_true", help="print the program's knobs (the search space) as JSON")
+    p.add_argument("--from-python", metavar="MODULE:FUNCTION", help="input: the IR of a Python function "
+                   "decorated with frontends.Knob (e.g. pkg.module:function), instead of a file")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks")
     return p
 
@@ -81,7 +83,12 @@ def process(args: argparse.Namespace) -> str:
         return emit_irdl()
     build_pipeline(args.passes)  # a bad pipeline fails before any input is read
     config = load_config(args.apply_config) if args.apply_config else None
-    text, name = read_input(args.input)
+    if args.from_python:
+        from frontends.cli import python_input
+
+        text, name = python_input(args.from_python)
+    else:
+        text, name = read_input(args.input)
     if args.list_knobs:
         return list_knobs(text, name)
     chunks = text.split(SPLIT_MARKER) if args.split_input_file else [text]

@@ -1,1 +1,33 @@
-"""Optuna search over knobs and the Pareto report (issue 5)."""
+"""Optuna search over knobs and the Pareto report (issue 5).
+
+`autotuner.tune(program, inputs, ...) -> TuningResult`; the command is
+`approx-tune` (`autotuner.cli`). Names are imported on first use, so importing
+`autotuner.decision_tree` does not load Optuna.
+"""
+
+from __future__ import annotations
+
+_EXPORTS = {
+    "tune": "autotuner.study",
+    "open_storage": "autotuner.study",
+    "TuningResult": "autotuner.results",
+    "FrontPoint": "autotuner.results",
+    "TrialPoint": "autotuner.results",
+    "load_result": "autotuner.results",
+    "read_result": "autotuner.results",
+    "SearchSpace": "autotuner.space",
+    "Measurer": "autotuner.measure",
+    "get_metric": "autotuner.metrics",
+    "MlirProgram": "autotuner.program",
+    "load_program": "autotuner.loading",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'autotuner' has no attribute {name!r}")

@@ -44,6 +44,19 @@ class MlirProgram:
 
         return compile_module(run_pipeline(self.text, "approx-pipeline", self.filename, config=config)).fn(self.entry)
 
+    def transformed_ir(self, config: dict[str, dict]) -> str:
+        """The approx-free IR for `config` (what `approx-opt --apply-config` prints)."""
+        return run_pipeline(self.text, "approx-pipeline", self.filename, config=config)
+
+    def tree_features(self) -> dict[str, list[int]]:
+        """Knob name -> `tree_features` of each multi-feature tree (its structure,
+        which the tuner keeps while it tunes thresholds and leaf decisions)."""
+        from approx_opt.config import _annotations
+
+        module = parse_module(self.text, self.filename)
+        return {s.name: list(a.tree_features.get_values())
+                for s, a in zip(knob_specs(module), _annotations(module)) if s.kind == "tree"}
+
 
 def exact_config(program: Program) -> dict[str, dict]:
     return {spec.name: {"knob_val": 0} for spec in program.knobs()}

@@ -1,1 +1,22 @@
-"""Frontends: Python decorator, LLM / retrieval / tool / torch components (issue 4)."""
+"""Frontends: Python decorator, LLM / retrieval / tool / torch components (issue 4).
+
+`Knob` and its settings carry ApproxMLIR's Python names; a decorated function is a
+`KnobFunction` (numeric kernels JIT-compiled, orchestration code run as Python
+generated from the transformed IR)."""
+
+from frontends.decorated import KnobFunction
+from frontends.knob import (
+    Cascade,
+    DecisionTree,
+    Knob,
+    KnobConfig,
+    KnobError,
+    Memoize,
+    Param,
+    SafetyContract,
+    StaticTransform,
+    get_config,
+)
+
+__all__ = ["Cascade", "DecisionTree", "Knob", "KnobConfig", "KnobError", "KnobFunction", "Memoize", "Param",
+           "SafetyContract", "StaticTransform", "get_config"]

@@ -33,6 +33,33 @@ class Emitter:
         return self(arith.ConstantOp(IntegerAttr(value, type_)))
 
 
+def type_max(t: Attribute) -> int:
+    """Largest signed value of a loop bound type (index is 64-bit on every target here)."""
+    return 2**63 - 1 if isinstance(t, IndexType) else max(1, 2 ** (t.width.data - 1) - 1)
+
+
+def knob_const(emit: Emitter, k: int, t: Attribute) -> SSAValue:
+    """Knob k as a constant of the bound type, clamped to its largest value: a larger k
+    acts the same (a trip count never exceeds it), and the constant must fit the type."""
+    return emit.const(min(k, type_max(t)), t)
+
+
+def scaled_step(emit: Emitter, loop: scf.ForOp, k: int) -> SSAValue:
+    """step * k without wrapping around. A step known to be small times k stays one
+    multiplication; otherwise the factor is min(k, max(n, 1)) (n the trip count):
+    the same iterations (only lb once k >= n), and a product no larger than
+    ub - lb + step, where the exact loop's own last increment lands. (A wrapped,
+    negative step would run iterations outside [lb, ub).)"""
+    t = loop.step.type
+    owner = loop.step.owner
+    step = owner.value.value.data if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr) else 0
+    if 0 < step and step * k <= type_max(t):
+        return emit(arith.MuliOp(loop.step, emit.const(k, t)))
+    n = trip_count(emit, loop)
+    factor = emit(arith.MinSIOp(knob_const(emit, k, t), emit(arith.MaxSIOp(n, emit.const(1, t)))))
+    return emit(arith.MuliOp(loop.step, factor))
+
+
 def trip_count(emit: Emitter, loop: scf.ForOp) -> SSAValue:
     """n = max(0, ceil((ub - lb) / step)) in the loop's bound type (scf.for bounds
     compare signed and its step is positive)."""

@@ -3,12 +3,12 @@ step multiplied by k, i.e. iterations lb, lb+k*s, lb+2k*s, ...; k <= 1 is exact.
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects import scf
 
 from approx_dialect import TransformOp
 from approx_dialect.diagnostics import ApproxError
 from passes.ir_utils import ModuleSymbols, first_in_region
+from passes.transformations.loop_bounds import Emitter, scaled_step
 
 
 def target_loop(transform: TransformOp) -> scf.ForOp:
@@ -26,7 +26,5 @@ def apply(transform: TransformOp, symbols: ModuleSymbols) -> None:
     k = transform.knob_val.value.data
     if k <= 1:
         return
-    factor = arith.ConstantOp(IntegerAttr(k, loop.step.type))
-    step = arith.MuliOp(loop.step, factor)
-    loop.parent_block().insert_ops_before([factor, step], loop)
-    loop.operands = (loop.lb, loop.ub, step.result, *loop.operands[3:])
+    step = scaled_step(Emitter(loop), loop, k)
+    loop.operands = (loop.lb, loop.ub, step, *loop.operands[3:])

@@ -21,7 +21,7 @@ from xdsl.ir import Block, Region, SSAValue
 from approx_dialect import TransformOp
 from passes.ir_utils import ModuleSymbols, body_ops
 from passes.transformations import loop_perforate
-from passes.transformations.loop_bounds import Emitter, rescale_sums, sum_iter_args, trip_count
+from passes.transformations.loop_bounds import Emitter, knob_const, rescale_sums, sum_iter_args, trip_count, type_max
 from passes.transformations.loop_perforate import target_loop
 
 UNROLL_MAX = 16
@@ -79,7 +79,7 @@ def skip_every_kth(loop: scf.ForOp, k: int, kc: SSAValue, blocks: SSAValue) -> N
 def _perforate(transform: TransformOp, symbols: ModuleSymbols, modulo: bool, rescale: bool) -> None:
     loop = target_loop(transform)
     k = transform.knob_val.value.data
-    if k <= 1:
+    if k <= 1 or (modulo and k > type_max(loop.lb.type)):  # no trip count reaches k: nothing skipped
         return
     sums = sum_iter_args(loop) if rescale else []
     inits = list(loop.iter_args)
@@ -87,7 +87,7 @@ def _perforate(transform: TransformOp, symbols: ModuleSymbols, modulo: bool, res
     if sums or modulo:
         emit = Emitter(loop)
         n = trip_count(emit, loop)
-        kc = emit.const(k, loop.lb.type)
+        kc = knob_const(emit, k, loop.lb.type)
     if modulo:  # floor(n / k) blocks of k, one iteration skipped in each
         blocks = emit(arith.DivSIOp(n, kc))
     if sums:  # modulo: n - floor(n/k) kept; stride: iterations 0, k, 2k, ... < n

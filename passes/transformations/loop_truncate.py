@@ -11,7 +11,7 @@ from xdsl.dialects import arith
 
 from approx_dialect import TransformOp
 from passes.ir_utils import ModuleSymbols
-from passes.transformations.loop_bounds import Emitter, trip_count
+from passes.transformations.loop_bounds import Emitter, knob_const, trip_count
 from passes.transformations.loop_perforate import target_loop
 
 
@@ -22,6 +22,6 @@ def apply(transform: TransformOp, symbols: ModuleSymbols) -> None:
         return
     emit = Emitter(loop)
     n = trip_count(emit, loop)
-    kept = emit(arith.CeilDivSIOp(n, emit.const(k, loop.lb.type)))
+    kept = emit(arith.CeilDivSIOp(n, knob_const(emit, k, loop.lb.type)))
     ub = emit(arith.AddiOp(loop.lb, emit(arith.MuliOp(kept, loop.step))))
     loop.operands = (loop.lb, ub, loop.step, *loop.operands[3:])

@@ -1,0 +1,225 @@
+"""approx-tune: search a program's accuracy/performance Pareto front, write its
+report, and apply a chosen configuration.
+
+  approx-tune run PROGRAM --inputs GEN [options]   (PROGRAM: file.mlir:entry or pkg.module:function)
+  approx-tune report [--out DIR | --result FILE | --storage URL --study-name NAME] [--to DIR]
+  approx-tune apply [--out DIR | --result FILE] [--mode M] [--point I | --max-loss X] [FILE.mlir] [-o OUT]
+
+Re-running the same `run` command resumes its study. Every failure is one line
+and exit code 1 (`--debug` shows the traceback); Ctrl-C keeps finished trials
+(exit code 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from approx_dialect.diagnostics import ApproxError
+
+WHERE = "<approx-tune>"
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise ApproxError(f"{what} takes KNOB=VALUES, got {item!r}", where=WHERE)
+        out[name] = value
+    return out
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(v) for v in text.replace(":", ",").split(",") if v.strip()]
+    except ValueError:
+        raise ApproxError(f"{what}: expected integers, got {text!r}", where=WHERE) from None
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="approx-tune", description=__doc__.split("\n\n")[0])
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run or resume a study, re-measure its front on held-out inputs")
+    r.add_argument("program", help="file.mlir:entry, or pkg.module:function (a decorated function or Program)")
+    r.add_argument("--inputs", required=True, help="pkg.module:function or file.py:function returning the inputs "
+                   "(a list of argument tuples) or (inputs, references)")
+    r.add_argument("--metric", default="rel_l2", help="containment, exact_match, rel_l2, rbo, or "
+                   "pkg.module:function (output, reference) -> [0, 1] (default rel_l2)")
+    r.add_argument("--budget", type=float, default=0.05, help="largest QoS loss, a fraction (default 0.05)")
+    r.add_argument("--trials", type=int, default=40, help="evaluations per mode, in total over resumes (default 40)")
+    r.add_argument("--mode", default="both", choices=["static", "dynamic", "both"])
+    r.add_argument("--sampler", default="nsga2", help="nsga2 (default), predictive, tpe, gp, random")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--jobs", type=int, default=1, help="worker processes on this machine")
+    r.add_argument("--storage", help="SQLAlchemy URL (postgresql://user@host/db: workers on several machines "
+                   "join one study); default: sqlite under --out")
+    r.add_argument("--study-name", help="default: the program's name")
+    r.add_argument("--out", help="output folder (default approx-tune/<program>)")
+    r.add_argument("--eval-ratio", type=float, default=5.0, help="evaluation inputs per tuning input (default 5)")
+    r.add_argument("--repeats", type=int, default=5, help="timed samples per measurement (default 5)")
+    r.add_argument("--stage-fraction", type=float, default=0.2,
+                   help="share of the tuning inputs in the first stage (0: no staged evaluation)")
+    r.add_argument("--clock", default="auto", choices=["auto", "wall", "cpu"])
+    r.add_argument("--narrow", action="append", metavar="KNOB=V1,V2", help="search only these values")
+    r.add_argument("--narrow-thresholds", action="append", metavar="KNOB=LO:HI", help="threshold range")
+    r.add_argument("--fix", action="append", metavar="KNOB=V", help="fix a knob to a value")
+    r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress line on stderr (default: when stderr is a terminal)")
+    r.add_argument("--report", action="store_true", help="also write the report to OUT/report")
+
+    for name, text in (("report", "write the report of a finished study"),
+                       ("apply", "write the transformed IR of a front configuration")):
+        s = sub.add_parser(name, help=text)
+        s.add_argument("--out", help="the run's output folder (holds result.json)")
+        s.add_argument("--result", help="a result.json")
+        s.add_argument("--storage", help="the study storage URL (with --study-name)")
+        s.add_argument("--study-name")
+    rep, app = sub.choices["report"], sub.choices["apply"]
+    rep.add_argument("--to", help="report folder (default OUT/report)")
+    app.add_argument("source", nargs="?", help="the program's .mlir file (default: the IR stored in the result)")
+    app.add_argument("--mode", choices=["static", "dynamic"], help="default: any")
+    app.add_argument("--point", type=int, help="index in the front (by increasing QoS loss)")
+    app.add_argument("--max-loss", type=float, help="the fastest front point with held-out QoS loss <= this")
+    app.add_argument("-o", "--output", default="-", help="output file (default stdout)")
+    app.add_argument("--config-out", help="also write the configuration (for approx-opt --apply-config)")
+    return p
+
+
+def _metric(name: str):
+    if ":" in name:
+        from autotuner.loading import load_object
+
+        return load_object(name, "QoS metric")
+    return name
+
+
+def cmd_run(a) -> int:
+    from autotuner.loading import load_inputs
+    from autotuner.study import tune
+
+    inputs, refs = load_inputs(a.inputs)
+    narrow = {k: {"values": _ints(v, f"--narrow {k}")} for k, v in _pairs(a.narrow, "--narrow").items()}
+    for k, v in _pairs(a.narrow_thresholds, "--narrow-thresholds").items():
+        bounds = _ints(v, f"--narrow-thresholds {k}")
+        if len(bounds) != 2:
+            raise ApproxError(f"--narrow-thresholds {k}: expected LO:HI, got {v!r}", where=WHERE)
+        narrow.setdefault(k, {})["thresholds"] = bounds
+    fix = {k: _ints(v, f"--fix {k}")[0] for k, v in _pairs(a.fix, "--fix").items()}
+    out = Path(a.out) if a.out else None
+    progress = sys.stderr.isatty() if a.progress is None else a.progress
+    result = tune(a.program, inputs, refs, metric=_metric(a.metric),
+                  budget=a.budget, n_trials=a.trials, mode=a.mode, sampler=a.sampler, seed=a.seed,
+                  storage=a.storage, study_name=a.study_name, out_dir=out, jobs=a.jobs, eval_ratio=a.eval_ratio,
+                  repeats=a.repeats, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, clock=a.clock,
+                  progress=progress)
+    out = out or Path("approx-tune") / _safe(result.program)
+    print(summary(result))
+    print(f"result: {out / 'result.json'}")
+    if a.report:
+        print(f"report: {_write_report(result, out / 'report')}")
+    return 0
+
+
+def _safe(name: str) -> str:
+    from autotuner.study import _safe_name
+
+    return _safe_name(name)
+
+
+def summary(result) -> str:
+    """The front as a plain table (the report has the full picture)."""
+    lines = [f"{result.program}: {result.trials} trials ({result.pruned_trials} pruned, {result.failed_trials} "
+             f"failed) in {result.tuning_seconds:.0f} s; QoS loss = (QoS_exact - QoS) / QoS_exact "
+             f"({result.qos_metric}), speedup = exact / approximate {result.clock or 'wall'} time"]
+    lines.append(f"{'#':>3} {'mode':8} {'loss tune':>9} {'speedup':>8} {'loss eval':>9} {'speedup':>8}  knobs")
+    for mode in ("static", "dynamic"):
+        for i, p in enumerate(result.front_of(mode)):
+            ev = (f"{p.qos_loss_eval:9.4f} {p.speedup_eval:7.2f}x" if p.qos_loss_eval is not None
+                  else f"{'-':>9} {'-':>8}")
+            lines.append(f"{i:>3} {mode:8} {p.qos_loss_tune:9.4f} {p.speedup_tune:7.2f}x {ev}  "
+                         f"{json.dumps(p.knobs, separators=(',', ':'))}")
+    return "\n".join(lines)
+
+
+def _load(a):
+    from autotuner.results import load_result, read_result
+
+    if a.result or a.out:
+        return read_result(a.result or a.out)
+    if a.storage and a.study_name:
+        return load_result(a.storage, a.study_name)
+    raise ApproxError("give --out DIR, --result FILE, or --storage URL with --study-name", where=WHERE)
+
+
+def _write_report(result, to: Path) -> Path:
+    try:
+        from autotuner.report import write_report
+    except ImportError as err:
+        raise ApproxError(f"the report writer is not available (autotuner.report: {err})", where=WHERE) from None
+    return write_report(result, Path(to))
+
+
+def cmd_report(a) -> int:
+    result = _load(a)
+    to = Path(a.to) if a.to else Path(a.out or ".") / "report"
+    print(_write_report(result, to))
+    return 0
+
+
+def cmd_apply(a) -> int:
+    result = _load(a)
+    front = [p for m in ("static", "dynamic") if a.mode in (None, m) for p in result.front_of(m)]
+    if a.max_loss is not None:
+        point = result.best_within(a.max_loss, a.mode) or result.best_within(a.max_loss, a.mode, split="tune")
+        if point is None:
+            raise ApproxError(f"no front point has QoS loss <= {a.max_loss}", where=WHERE)
+    else:
+        i = a.point if a.point is not None else 0
+        if not 0 <= i < len(front):
+            raise ApproxError(f"--point {i} is not in the front (0..{len(front) - 1})", where=WHERE)
+        point = front[i]
+    if a.source:
+        from approx_opt.driver import run_pipeline
+        from approx_opt.main import read_input
+
+        text, name = read_input(a.source)
+        ir = run_pipeline(text, "approx-pipeline", name, config=point.knobs)  # = approx-opt --apply-config
+    elif point.ir is not None:
+        ir = point.ir
+    else:
+        raise ApproxError("the result holds no IR for this point: give the program's .mlir file", where=WHERE)
+    if a.config_out:
+        Path(a.config_out).write_text(json.dumps({"knobs": point.knobs}, indent=2) + "\n")
+    from approx_opt.main import write_output
+
+    write_output(a.output, ir)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        return {"run": cmd_run, "report": cmd_report, "apply": cmd_apply}[args.command](args)
+    except ApproxError as err:
+        if args.debug:
+            raise
+        print(err.line(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished trials are kept; run the same command again to resume", file=sys.stderr)
+        return 130
+    except Exception as err:  # a bug of ours: one line, and --debug for the trace
+        if args.debug:
+            raise
+        msg = (str(err).strip().splitlines() or [""])[0]
+        print(f"error: internal error: {type(err).__name__}: {msg} (rerun with --debug)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Resolve what `approx-tune` is pointed at: a program (`file.mlir:entry`, or a
+decorated function / Program object `pkg.module:name`) and an inputs generator
+(`pkg.module:function` or `path/to/file.py:function`)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from approx_dialect.diagnostics import ApproxError
+
+WHERE = "<approx-tune>"
+
+
+def _split(spec: str, what: str) -> tuple[str, str]:
+    target, sep, name = spec.rpartition(":")
+    if not sep or not target or not name:
+        raise ApproxError(f"{what} must be given as TARGET:NAME (e.g. file.mlir:main or pkg.module:fn), got {spec!r}",
+                          where=WHERE)
+    return target, name
+
+
+def load_object(spec: str, what: str = "object") -> Any:
+    """`pkg.module:attr` or `path/file.py:attr`."""
+    target, name = _split(spec, what)
+    try:
+        if target.endswith(".py"):
+            path = Path(target)
+            if not path.is_file():
+                raise ApproxError(f"cannot find {what} file {target}", where=WHERE)
+            mod_name = f"_approx_tune_{path.stem}"
+            module = sys.modules.get(mod_name)
+            if module is None:
+                module_spec = importlib.util.spec_from_file_location(mod_name, path)
+                module = importlib.util.module_from_spec(module_spec)
+                sys.modules[mod_name] = module
+                module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except ApproxError:
+        raise
+    except Exception as err:  # an import error in the user's module: say which and why
+        raise ApproxError(f"cannot import {what} module '{target}': {type(err).__name__}: {err}", where=WHERE) from None
+    obj = module
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            raise ApproxError(f"module '{target}' has no {what} '{name}'", where=WHERE)
+        obj = getattr(obj, part)
+    return obj
+
+
+def as_program(obj: Any):
+    """A Program (`.knobs()`, `.build(config)`): given, a decorated function that
+    offers `as_program()` / `program`, or a spec string."""
+    if isinstance(obj, str):
+        return load_program(obj)
+    if callable(getattr(obj, "knobs", None)) and callable(getattr(obj, "build", None)):
+        return obj
+    for attr in ("as_program", "program"):
+        p = getattr(obj, attr, None)
+        p = p() if callable(p) and attr == "as_program" else p
+        if p is not None and callable(getattr(p, "knobs", None)) and callable(getattr(p, "build", None)):
+            return p
+    raise ApproxError(f"cannot tune {type(obj).__name__} {getattr(obj, '__name__', '')!s}: a program needs "
+                      ".knobs() and .build(config) (an MlirProgram or a decorated function)", where=WHERE)
+
+
+def load_program(spec: str):
+    """`file.mlir:entry` -> MlirProgram; `pkg.module:name` -> that object as a Program."""
+    target, entry = _split(spec, "the program")
+    if target.endswith(".mlir"):
+        from approx_opt.main import read_input
+        from autotuner.program import MlirProgram
+
+        text, name = read_input(target)
+        program = MlirProgram(text, entry, name)
+        return program
+    return as_program(load_object(spec, "program"))
+
+
+def load_inputs(spec: str) -> tuple[list, list | None]:
+    """Call an inputs generator: it returns a list of inputs, or a tuple
+    (inputs, references) with references None or one per input."""
+    fn = load_object(spec, "inputs generator")
+    if not callable(fn):
+        raise ApproxError(f"inputs generator {spec} is not callable", where=WHERE)
+    try:
+        got = fn()
+    except ApproxError:
+        raise
+    except Exception as err:
+        raise ApproxError(f"inputs generator {spec} failed: {type(err).__name__}: {err}", where=WHERE) from None
+    return split_generated(got, spec)
+
+
+def split_generated(got: Any, spec: str = "inputs") -> tuple[list, list | None]:
+    if isinstance(got, dict):
+        got = (got.get("inputs"), got.get("references"))
+    if isinstance(got, tuple) and len(got) == 2:
+        inputs, refs = got
+    else:
+        inputs, refs = got, None
+    try:
+        inputs = list(inputs)
+        refs = list(refs) if refs is not None else None
+    except TypeError:
+        raise ApproxError(f"{spec} must give a list of inputs or (inputs, references)", where=WHERE) from None
+    if refs is not None and len(refs) != len(inputs):
+        raise ApproxError(f"{spec} gave {len(refs)} references for {len(inputs)} inputs", where=WHERE)
+    return inputs, refs

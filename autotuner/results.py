@@ -1,0 +1,170 @@
+"""The result of a tuning run: the one interface between the tuner and the report.
+
+`autotuner.tune` returns a `TuningResult`, `approx-tune run` saves it as
+`<out>/result.json` (and in the study's storage), and the report writer
+(`autotuner.report.write_report(result, out_dir)`) reads only this. Keep it
+stable: fields may be added with defaults, never renamed or removed.
+
+Definitions (every table states them): QoS loss = (QoS_exact - QoS_approx) /
+QoS_exact, so 0.03 keeps 97 % of the exact program's quality (without ground
+truth QoS_exact = 1 and QoS is measured against the exact outputs); speedup =
+median exact time / median approximate time, both measured in one process on
+the same inputs. `*_tune` figures are from the tuning split, `*_eval` from the
+disjoint held-out evaluation split.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from approx_dialect.diagnostics import ApproxError
+
+MODES = ("static", "dynamic")
+RESULT_ATTR = "approx_tune_result"  # study user attr holding `TuningResult.to_dict()`
+
+
+@dataclass
+class FrontPoint:
+    """One configuration on the Pareto front of its mode (nondominated among the
+    fully measured trials within the QoS-loss budget)."""
+
+    mode: str  # "static" | "dynamic"
+    knobs: dict[str, dict]  # a configuration: what `approx-opt --apply-config` takes
+    qos_loss_tune: float
+    speedup_tune: float
+    qos_loss_eval: float | None = None  # None when the held-out split was not measured
+    speedup_eval: float | None = None
+    seconds_tune: float | None = None  # median wall time of one pass over the split
+    seconds_eval: float | None = None
+    ir: str | None = None  # the transformed program (approx-free IR), where the program has IR
+    trial: int | None = None  # Optuna trial number in the mode's study
+    money_tune: float | None = None  # optional money cost of one pass over the split
+    money_eval: float | None = None
+
+
+@dataclass
+class TrialPoint:
+    """Any finished trial (for the grey cloud of the plot)."""
+
+    mode: str
+    knobs: dict[str, dict]
+    qos_loss: float
+    speedup: float
+    dominated: bool  # not on the front (also true for infeasible and pruned trials)
+    trial: int | None = None
+    feasible: bool = True  # qos_loss <= budget
+    pruned: bool = False  # stopped after the first slice: figures are from that slice
+
+
+@dataclass
+class TuningResult:
+    program: str  # the program's name (`file.mlir:entry`, `module:function`)
+    qos_metric: str
+    budget: float
+    trials: int  # evaluated trials, all modes (duplicates of earlier ones not counted)
+    failed_trials: int
+    tuning_seconds: float
+    front: list[FrontPoint] = field(default_factory=list)
+    all_trials: list[TrialPoint] = field(default_factory=list)
+    pruned_trials: int = 0
+    seed: int | None = None
+    sampler: str | None = None
+    n_tune: int | None = None  # inputs in the tuning split
+    n_eval: int | None = None  # inputs in the evaluation split
+    exact_seconds_tune: float | None = None
+    exact_seconds_eval: float | None = None
+    study_names: dict[str, str] = field(default_factory=dict)  # mode -> Optuna study name
+    storage: str | None = None  # where the studies live (a SQLite URL or a PostgreSQL URL without password)
+    knob_space: dict[str, Any] = field(default_factory=dict)  # knob name -> what was searched
+    notes: list[str] = field(default_factory=list)
+    program_spec: str | None = None  # how `approx-tune` loads it again (`path/file.mlir:entry`), if known
+    clock: str | None = None  # "wall" or "cpu" (thread CPU time): what the speedups are ratios of
+
+    def front_of(self, mode: str) -> list[FrontPoint]:
+        """The front of one mode, by increasing QoS loss."""
+        return sorted((p for p in self.front if p.mode == mode), key=lambda p: p.qos_loss_tune)
+
+    def best_within(self, loss: float, mode: str | None = None, split: str = "eval") -> FrontPoint | None:
+        """The fastest front point whose QoS loss on `split` is <= loss."""
+        pts = [p for p in self.front if mode in (None, p.mode)]
+        key = "eval" if split == "eval" else "tune"
+        ok = [p for p in pts if getattr(p, f"qos_loss_{key}") is not None
+              and getattr(p, f"qos_loss_{key}") <= loss]
+        return max(ok, key=lambda p: getattr(p, f"speedup_{key}"), default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TuningResult":
+        known = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["front"] = [_make(FrontPoint, p) for p in data.get("front", [])]
+        kwargs["all_trials"] = [_make(TrialPoint, p) for p in data.get("all_trials", [])]
+        return cls(**kwargs)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TuningResult":
+        return cls.from_dict(json.loads(text))
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(self.to_json())
+        tmp.replace(path)  # atomic: a crash never leaves half a file
+        return path
+
+
+def _make(cls, data: dict[str, Any]):
+    known = {f.name for f in fields(cls)}
+    if isinstance(data, (list, tuple)):  # (mode, knobs, qos_loss, speedup, dominated, ...)
+        return cls(*data)
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def read_result(path: str | Path) -> TuningResult:
+    """A `result.json` written by `approx-tune run` (or a folder holding one)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "result.json"
+    try:
+        return TuningResult.from_json(path.read_text())
+    except OSError as err:
+        raise ApproxError(f"cannot read the tuning result: {err.strerror}", where=str(path)) from None
+    except (json.JSONDecodeError, TypeError) as err:
+        raise ApproxError(f"not a tuning result: {err}", where=str(path)) from None
+
+
+def load_result(storage: str, study_name: str) -> TuningResult:
+    """The result stored with a finished study (`approx-tune run` stores it in every
+    study it ran; `study_name` may be the base name or `<base>/static|dynamic`)."""
+    import optuna
+
+    from autotuner.study import open_storage
+
+    store = open_storage(storage)
+    names = [s.study_name for s in optuna.get_all_study_summaries(store, include_best_trial=False)]
+    for name in (study_name, *(f"{study_name}/{m}" for m in MODES)):
+        if name in names:
+            attrs = optuna.load_study(study_name=name, storage=store).user_attrs
+            if RESULT_ATTR in attrs:
+                return TuningResult.from_dict(attrs[RESULT_ATTR])
+    raise ApproxError(f"no finished tuning result for study '{study_name}' "
+                      f"(studies there: {', '.join(sorted(names)) or 'none'})", where=_safe_url(storage))
+
+
+def _safe_url(url: str) -> str:
+    """A storage URL without its password, for messages and the result."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL: a path
+        return url

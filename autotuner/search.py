@@ -1,0 +1,344 @@
+"""The search: an Optuna multi-objective study (minimise QoS loss, maximise
+speedup) under the constraint QoS loss <= budget, with staged evaluation.
+
+- Samplers: NSGA-II (default), TPE (multivariate, constant liar), GP, random.
+  Each trial's sampler is seeded from (seed, index of the trial among those not
+  interrupted), so a study stopped and resumed proposes what an uninterrupted
+  one would have: the same seed gives the same front (one worker, and a
+  deterministic cost, or timings that do not reorder the front).
+- Staged evaluation: a configuration first runs on a slice of the tuning inputs
+  and goes on to the full split only if it might still reach the front. Optuna
+  cannot prune multi-objective trials, so a pruned trial is COMPLETE with its
+  slice figures, the user attr `pruned` (and `prune_reason`), and a positive
+  constraint value (infeasible), which samplers rank below every feasible trial.
+- A configuration proposed again is not measured again: the trial copies the
+  earlier figures (user attr `duplicate_of`) and does not count as an evaluation.
+- Failures: a configuration that does not build or run is a FAIL trial with the
+  user attr `error`; a FAIL trial without it was interrupted (Ctrl-C, a killed
+  worker) and is excluded from counts and seeding.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import optuna
+from optuna.samplers import BaseSampler
+from optuna.trial import FrozenTrial, TrialState
+
+from approx_dialect.diagnostics import ApproxError
+from autotuner.space import SearchSpace
+
+SAMPLERS = ("nsga2", "predictive", "tpe", "gp", "random")
+CONSTRAINT = "qos_loss_over_budget"
+
+
+def population_size(n_trials: int) -> int:
+    """NSGA-II population: about a fifth of the trials (Optuna's 50 never leaves the
+    random first generation in a budget of tens of trials)."""
+    return max(4, min(50, n_trials // 5))
+
+
+def _factory(name: str, n_trials: int, budget: float) -> Callable[[int], BaseSampler]:
+    if name == "predictive":
+        from autotuner.predictive import PredictiveSampler
+
+        return lambda s: PredictiveSampler(budget, seed=s, n_trials=n_trials)
+    if name == "nsga2":
+        return lambda s: optuna.samplers.NSGAIISampler(population_size=population_size(n_trials), seed=s)
+    if name == "tpe":
+        startup = max(3, min(10, n_trials // 5))
+        return lambda s: optuna.samplers.TPESampler(multivariate=True, constant_liar=True, seed=s,
+                                                    n_startup_trials=startup)
+    if name == "gp":
+        startup = max(3, min(10, n_trials // 5))
+        return lambda s: optuna.samplers.GPSampler(seed=s, n_startup_trials=startup)
+    if name == "random":
+        return lambda s: optuna.samplers.RandomSampler(seed=s)
+    raise ApproxError(f"unknown sampler '{name}' (samplers: {', '.join(SAMPLERS)})", where="<search>")
+
+
+def interrupted(t: FrozenTrial) -> bool:
+    return t.state == TrialState.FAIL and "error" not in t.user_attrs
+
+
+class TrialSeeded(BaseSampler):
+    """A sampler made afresh for every trial, seeded from (seed, trial index):
+    what it proposes depends only on the seed and the trials in storage, not on
+    what this process sampled before (so resuming does not change the sequence)."""
+
+    def __init__(self, name: str, seed: int, n_trials: int, budget: float = 0.05):
+        self.name, self.seed = name, seed
+        self._make = _factory(name, n_trials, budget)
+        self._inner: BaseSampler | None = None
+        self._number = -1
+
+    def _for(self, study, trial: FrozenTrial) -> BaseSampler:
+        if self._inner is None or self._number != trial.number:
+            trials = study._storage.get_all_trials(study._study_id, deepcopy=False)
+            index = sum(1 for t in trials if t.number < trial.number and not interrupted(t))
+            s = int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0] % (2**31))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                self._inner, self._number, self._index = self._make(s), trial.number, index
+        return self._inner
+
+    def infer_relative_search_space(self, study, trial):
+        return self._for(study, trial).infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study, trial, search_space):
+        params = self._for(study, trial).sample_relative(study, trial, search_space)
+        return _avoid_repeats(study, search_space, params, self._number, [self.seed, self._index])
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self._for(study, trial).sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study, trial):
+        self._for(study, trial).before_trial(study, trial)
+
+    def after_trial(self, study, trial, state, values):
+        self._for(study, trial).after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:  # seeds come from the trial index
+        pass
+
+
+def _avoid_repeats(study, search_space: dict, params: dict, number: int, seed: list[int]) -> dict:
+    """A proposal that repeats a measured (or running) configuration of an all-categorical
+    space becomes a random configuration not measured yet: no evaluation is wasted
+    on a repeat (samplers converge onto their best points in small discrete spaces)."""
+    if not params or set(params) != set(search_space) or not all(
+            isinstance(d, optuna.distributions.CategoricalDistribution) for d in search_space.values()):
+        return params
+    names = sorted(search_space)
+    taken = {tuple(t.params.get(n) for n in names) for t in study._get_trials(
+        deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING, TrialState.FAIL), use_cache=True)
+        if t.number != number and not interrupted(t)}
+    if tuple(params[n] for n in names) not in taken:
+        return params
+    sizes = [len(search_space[n].choices) for n in names]
+    total = math.prod(sizes)
+    if total > 100_000 or len(taken) >= total:
+        return params
+    rng = np.random.default_rng(seed)
+    for _ in range(4 * total):  # random probes; a free one exists, the space is small
+        pick = tuple(search_space[n].choices[int(rng.integers(s))] for n, s in zip(names, sizes))
+        if pick not in taken:
+            return dict(zip(names, pick))
+    return params
+
+
+# ---------------------------------------------------------------- Pareto
+
+def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
+    """(loss, speedup) a dominates b: no worse in both, better in one."""
+    return a[0] <= b[0] and a[1] >= b[1] and (a[0] < b[0] or a[1] > b[1])
+
+
+def pareto_indices(points: Sequence[Sequence[float]]) -> list[int]:
+    """Indices of the nondominated (loss, speedup) points; of equal points the first."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1], i))
+    front, best = [], -math.inf
+    for i in order:
+        if points[i][1] > best:
+            front.append(i)
+            best = points[i][1]
+    return sorted(front)
+
+
+def hypervolume(points: Sequence[Sequence[float]], budget: float, ref_speedup: float = 1.0) -> float:
+    """Area dominated by the points within the budget, above speedup `ref_speedup`
+    (reference point (budget, ref_speedup)); 2-D, exact."""
+    pts = sorted((max(0.0, p[0]), p[1]) for p in points if p[0] <= budget and p[1] > ref_speedup)
+    area, best = 0.0, ref_speedup
+    for i, (loss, speed) in enumerate(pts):
+        best = max(best, speed)
+        nxt = pts[i + 1][0] if i + 1 < len(pts) else budget
+        area += (nxt - loss) * (best - ref_speedup)
+    return area
+
+
+# ---------------------------------------------------------------- trials
+
+@dataclass
+class Record:
+    """A finished trial as the tuner sees it."""
+
+    number: int
+    config: dict
+    qos_loss: float
+    speedup: float
+    pruned: bool
+    duplicate: bool
+    attrs: dict = field(default_factory=dict)
+
+    def feasible(self, budget: float) -> bool:
+        return self.qos_loss <= budget + 1e-12
+
+
+def config_key(config: dict) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def records(study: optuna.Study, trials: list[FrozenTrial] | None = None) -> list[Record]:
+    out = []
+    trials = study.get_trials(deepcopy=False) if trials is None else trials
+    for t in (t for t in trials if t.state == TrialState.COMPLETE):
+        if "config" not in t.user_attrs:
+            continue
+        out.append(Record(t.number, t.user_attrs["config"], float(t.values[0]), float(t.values[1]),
+                          bool(t.user_attrs.get("pruned")), "duplicate_of" in t.user_attrs, dict(t.user_attrs)))
+    return out
+
+
+def front(recs: list[Record], budget: float) -> list[Record]:
+    """Nondominated among fully measured, distinct, feasible trials."""
+    cands = [r for r in recs if not r.pruned and not r.duplicate and r.feasible(budget)]
+    return [cands[i] for i in pareto_indices([(r.qos_loss, r.speedup) for r in cands])]
+
+
+def counts(study: optuna.Study) -> dict[str, int]:
+    """evaluated (measured: complete, pruned or failed), pruned, failed, running, total."""
+    c = dict(evaluated=0, pruned=0, failed=0, running=0, total=0, duplicates=0)
+    for t in study.get_trials(deepcopy=False):
+        c["total"] += 1
+        if t.state == TrialState.RUNNING:
+            c["running"] += 1
+        elif t.state == TrialState.FAIL and "duplicate_of" in t.user_attrs:
+            c["duplicates"] += 1
+        elif t.state == TrialState.FAIL and not interrupted(t):
+            c["failed"] += 1
+            c["evaluated"] += 1
+        elif t.state == TrialState.COMPLETE:
+            if "duplicate_of" in t.user_attrs:
+                c["duplicates"] += 1
+            else:
+                c["evaluated"] += 1
+                c["pruned"] += bool(t.user_attrs.get("pruned"))
+    return c
+
+
+class TrialFailed(Exception):
+    """A configuration that does not build or run (caught by `optimize`)."""
+
+
+class Objective:
+    """Optuna objective: suggest a configuration, evaluate it (staged), record it.
+
+    `evaluate(config, n=None)` -> `autotuner.measure.Measurement` on the first n
+    tuning inputs (all when None)."""
+
+    def __init__(self, space: SearchSpace, evaluate: Callable, budget: float, slice_n: int | None = None,
+                 prune_slack: float = 0.5, dominance_margin: float = 0.25, worker: str | None = None):
+        self.space, self.evaluate, self.budget = space, evaluate, budget
+        self.slice_n, self.prune_slack, self.dominance_margin = slice_n, prune_slack, dominance_margin
+        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}"
+
+    def __call__(self, trial: optuna.Trial):
+        config = self.space.suggest(trial)
+        key = config_key(config)
+        trial.set_user_attr("config", config)
+        trial.set_user_attr("key", key)
+        trial.set_user_attr("worker", self.worker)
+        trials = trial.study.get_trials(deepcopy=False)
+        done = records(trial.study, trials)
+        for r in done:
+            if r.attrs.get("key") == key and not r.duplicate:
+                for k in ("pruned", "prune_reason", "seconds", "qos", "money", "n"):
+                    if k in r.attrs:
+                        trial.set_user_attr(k, r.attrs[k])
+                trial.set_user_attr("duplicate_of", r.number)
+                return self._finish(trial, r.qos_loss, r.speedup, r.pruned)
+        for t in (t for t in trials if t.state == TrialState.FAIL):
+            if t.user_attrs.get("key") == key and "error" in t.user_attrs and "duplicate_of" not in t.user_attrs:
+                trial.set_user_attr("duplicate_of", t.number)
+                trial.set_user_attr("error", t.user_attrs["error"])
+                raise TrialFailed(t.user_attrs["error"])
+        try:
+            if self.slice_n:
+                m = self.evaluate(config, n=self.slice_n)
+                reason = self._prune_reason(m, done)
+                if reason:
+                    trial.set_user_attr("pruned", True)
+                    trial.set_user_attr("prune_reason", reason)
+                    self._record(trial, m)
+                    return self._finish(trial, m.qos_loss, m.speedup, True)
+            m = self.evaluate(config)
+        except KeyboardInterrupt:
+            raise  # the trial ends FAIL without an `error`: interrupted, not counted
+        except Exception as err:
+            msg = err.line() if isinstance(err, ApproxError) else f"{type(err).__name__}: {err}"
+            trial.set_user_attr("error", msg.splitlines()[0][:500] if msg else type(err).__name__)
+            raise TrialFailed(msg) from None
+        self._record(trial, m)
+        return self._finish(trial, m.qos_loss, m.speedup, False)
+
+    def _record(self, trial, m) -> None:
+        trial.set_user_attr("n", m.n)
+        trial.set_user_attr("qos", m.qos)
+        if m.seconds == m.seconds:  # not NaN
+            trial.set_user_attr("seconds", m.seconds)
+        if m.money is not None:
+            trial.set_user_attr("money", m.money)
+
+    def _finish(self, trial, loss: float, speedup: float, pruned: bool):
+        over = loss - self.budget
+        trial.set_constraint(CONSTRAINT, max(over, 1e-3) if pruned else over)
+        return float(loss), float(min(speedup, 1e9))
+
+    def _prune_reason(self, m, done: list[Record]) -> str | None:
+        """Why a configuration measured on the slice cannot reach the front, or None."""
+        margin = max(self.prune_slack * self.budget, 2 * m.loss_stderr, 0.01)
+        if m.qos_loss > self.budget + margin:
+            return f"slice QoS loss {m.qos_loss:.4f} > budget {self.budget} + margin {margin:.4f}"
+        for r in front(done, self.budget):
+            if r.qos_loss <= m.qos_loss - margin and r.speedup >= m.speedup * (1 + self.dominance_margin):
+                return f"dominated on the slice by trial {r.number}"
+        return None
+
+
+class Stopper:
+    """Stops a worker once the study holds `n_trials` evaluations (running trials of
+    other workers included, so several workers do not overshoot), or the space is
+    exhausted, or proposals keep repeating (more than `max_total` trials)."""
+
+    def __init__(self, n_trials: int, space_size: int | None, max_total: int):
+        self.n_trials, self.space_size, self.max_total = n_trials, space_size, max_total
+
+    def done(self, study: optuna.Study, running_self: int = 0) -> bool:
+        c = counts(study)
+        if c["evaluated"] + c["running"] - running_self >= self.n_trials or c["total"] >= self.max_total:
+            return True
+        return self.space_size is not None and c["evaluated"] >= self.space_size
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        if self.done(study):
+            study.stop()
+
+
+def optimize(study: optuna.Study, objective: Objective, n_trials: int, space_size: int | None = None,
+             callbacks: Sequence[Callable] = ()) -> None:
+    """Run trials in this process until the study is done (see `Stopper`)."""
+    stopper = Stopper(n_trials, space_size, max_total=5 * n_trials + 20)
+    if stopper.done(study):
+        return
+    study.optimize(objective, n_trials=None, catch=(TrialFailed,), callbacks=[stopper, *callbacks],
+                   gc_after_trial=False, show_progress_bar=False)
+
+
+def enqueue_seeds(study: optuna.Study, space: SearchSpace) -> int:
+    """On a new study: queue the exact configuration and each knob at its extreme."""
+    if study.get_trials(deepcopy=False):
+        return 0
+    seeds = space.seeds()
+    for cfg in seeds:
+        study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
+    return len(seeds)
+

@@ -1,0 +1,34 @@
+"""Answer models (issue 4): one interface, `AnswerModel.answer(question, contexts,
+max_new_tokens) -> Answer`, over local torch readers, transformers causal LMs and
+OpenAI-compatible endpoints; ladders, cascades and fallbacks of them; and the
+knobbed `AnswerComponent`. Heavy imports (torch, transformers, openai) happen
+when a backend is used, not when this package is imported."""
+
+from frontends.components.llm.base import (
+    PRECISIONS,
+    Answer,
+    AnswerModel,
+    build_prompt,
+    limit_contexts,
+    parse_prompt,
+)
+from frontends.components.llm.knobs import Knob, Knobbed, param_value
+
+__all__ = [
+    "PRECISIONS", "Answer", "AnswerModel", "build_prompt", "limit_contexts", "parse_prompt",
+    "Knob", "Knobbed", "param_value",
+    "AnswerComponent", "Cascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
+]
+
+_LAZY = {
+    "AnswerComponent": "component", "Cascade": "ladder", "Fallback": "ladder", "CausalLM": "causal",
+    "ExtractiveReader": "reader", "OpenAIAnswerModel": "openai_backend", "LocalServer": "serve",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"frontends.components.llm.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'frontends.components.llm' has no attribute {name!r}")

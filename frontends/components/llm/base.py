@@ -1,0 +1,107 @@
+"""What every answer model shares: the `Answer` it returns, the `AnswerModel`
+interface (`answer(question, contexts, max_new_tokens)`), the prompt format that
+generative backends and the OpenAI-compatible server agree on, and the context
+limit (passages, characters) that the context-length knob applies.
+
+Why one interface: the QA systems swap a local reader, a `transformers` causal LM
+and an HTTP endpoint for each other (ladders, cascades, fallbacks) without
+knowing which is which."""
+
+from __future__ import annotations
+
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from approx_dialect.diagnostics import ApproxError
+
+PRECISIONS = ("float32", "bfloat16", "float16")
+"""Precision knob of local torch models: value k uses PRECISIONS[k] (0 = as loaded)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer. `confidence` is in [0, 1] (None where a backend gives none);
+    `tokens_used` = prompt/input tokens + generated tokens; `new_tokens` = tokens
+    the decoding loop produced (answer tokens for an extractive reader);
+    `stages` = (model name, confidence) of every model asked, in order;
+    `error` = why a fallback answered (the failed model's error line)."""
+
+    text: str
+    confidence: float | None
+    tokens_used: int
+    seconds: float
+    model: str
+    new_tokens: int = 0
+    stages: tuple[tuple[str, float | None], ...] = field(default=())
+    error: str | None = None
+
+    @property
+    def score(self) -> float | None:
+        return self.confidence
+
+
+class AnswerModel(ABC):
+    """Answers a question from passages. Subclasses implement `_answer`; `answer`
+    times it and records the stage."""
+
+    name: str = "model"
+
+    def answer(self, question: str, contexts: Sequence[str], max_new_tokens: int | None = None) -> Answer:
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise ApproxError(f"max_new_tokens must be >= 1, got {max_new_tokens}", where=self.name)
+        start = time.perf_counter()
+        ans = self._answer(question, list(contexts), max_new_tokens)
+        stages = ans.stages or ((ans.model, ans.confidence),)
+        return replace(ans, seconds=time.perf_counter() - start, stages=stages)
+
+    @abstractmethod
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+        """The answer (its `seconds` is filled in by `answer`)."""
+
+    def with_precision(self, precision: str) -> AnswerModel:
+        """This model computing in `precision` (one of PRECISIONS); models without
+        a precision of their own (HTTP endpoints) return themselves."""
+        return self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def limit_contexts(contexts: Sequence[str], passages: int | None = None, chars: int | None = None) -> list[str]:
+    """The context-length knob: the first `passages` passages, each cut to its
+    first `chars` characters (None = no limit; both None = unchanged)."""
+    out = list(contexts) if passages is None else list(contexts[:passages])
+    return out if chars is None else [c[:chars] for c in out]
+
+
+INSTRUCTION = "Answer the question using the context. Reply with a short answer only."
+_PASSAGE = re.compile(r"^\[(\d+)\] ", re.M)
+
+
+def build_prompt(question: str, contexts: Sequence[str]) -> str:
+    """The prompt generative models see; `parse_prompt` inverts it (the server
+    uses that to serve an extractive reader behind the completions API)."""
+    body = "\n".join(f"[{i + 1}] {' '.join(c.split())}" for i, c in enumerate(contexts))
+    return f"{INSTRUCTION}\n\nContext:\n{body}\n\nQuestion: {' '.join(question.split())}\nAnswer:"
+
+
+def parse_prompt(prompt: str) -> tuple[str, list[str]]:
+    """(question, passages) of a prompt made by `build_prompt` (whitespace inside
+    passages normalised); a prompt in no known shape is an ApproxError."""
+    head, sep, rest = prompt.rpartition("\n\nQuestion: ")
+    if not sep or not rest.endswith("\nAnswer:") or "Context:\n" not in head:
+        raise ApproxError("prompt is not in the 'Context: ... Question: ... Answer:' shape that build_prompt makes",
+                          where="parse_prompt")
+    question = rest[: -len("\nAnswer:")]
+    body = head.split("Context:\n", 1)[1]
+    parts = _PASSAGE.split(body)  # ['', '1', text, '2', text, ...]
+    return question, [t.rstrip("\n") for t in parts[2::2]]
+
+
+def first_line(text: str) -> str:
+    """Generated text up to its first line break, stripped: the answer of a
+    generative model (what follows is the model continuing the prompt's pattern)."""
+    return text.strip().split("\n", 1)[0].strip()

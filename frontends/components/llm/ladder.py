@@ -1,0 +1,97 @@
+"""Model ladders: substitution by index, the confidence cascade, and the fallback.
+
+`Cascade` has exactly the semantics of the `cascade` transformation
+(docs/cascade.md; knob decoding shared with `passes.transformations.cascade.decode`):
+variants 1..V (cheapest first), then the exact model; knob k = 0 asks the exact
+model only; k in 1..V*T starts at variant s = (k-1) // T + 1 and accepts a
+variant's answer when confidence >= thresholds[(k-1) % T] (a confidence equal to
+the threshold is accepted), else asks the next one, and after variant V the exact
+model. Thresholds here are confidences in [0, 1] (the IR scales them to parts
+per million, an i32).
+
+`Fallback` is SafetyContract for answer models: the primary answers unless it
+fails (an ApproxError: unreachable endpoint, timeout) or a checker rejects its
+answer; then the recovery model answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm.base import Answer, AnswerModel
+from passes.transformations.cascade import decode
+
+
+def _confidence_of(answer: Answer) -> float | None:
+    return answer.confidence
+
+
+class Cascade(AnswerModel):
+    def __init__(self, variants: Sequence[AnswerModel], exact: AnswerModel, thresholds: Sequence[float],
+                 knob: int = 0, confidence: Callable[[Answer], float | None] | None = None,
+                 name: str | None = None):
+        if not variants or not thresholds:
+            raise ApproxError("a cascade needs at least one variant and one threshold", where="Cascade")
+        limit = len(variants) * len(thresholds)
+        if not 0 <= knob <= limit:
+            raise ApproxError(f"cascade knob {knob} is outside 0..{limit} "
+                              f"({len(variants)} variants x {len(thresholds)} thresholds)", where="Cascade")
+        self.variants, self.exact = list(variants), exact
+        self.thresholds, self.knob = [float(t) for t in thresholds], knob
+        self.confidence = confidence or _confidence_of
+        self.name = name or "cascade(" + ", ".join(m.name for m in [*self.variants, exact]) + ")"
+
+    def plan(self) -> tuple[list[AnswerModel], float | None]:
+        """(models in the order they may be asked, acceptance threshold)."""
+        decoded = decode(self.knob, len(self.variants), len(self.thresholds))
+        if decoded is None:
+            return [self.exact], None
+        start, t_index = decoded
+        return [*self.variants[start - 1:], self.exact], self.thresholds[t_index]
+
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+        models, threshold = self.plan()
+        stages, tokens = [], 0
+        for i, model in enumerate(models):
+            ans = model.answer(question, contexts, max_new_tokens)
+            tokens += ans.tokens_used
+            last = i == len(models) - 1
+            conf = None if last else self.confidence(ans)
+            stages.append((ans.model, ans.confidence if last else conf))
+            if last:
+                break
+            if conf is None:
+                raise ApproxError(f"cascade: '{model.name}' gives no confidence to compare with the threshold "
+                                  "(pass confidence=...)", where=self.name)
+            if conf >= threshold:
+                break
+        return replace(ans, tokens_used=tokens, stages=tuple(stages))
+
+
+class Fallback(AnswerModel):
+    """`primary` unless it raises one of `errors` or `checker(answer)` is False;
+    then `recover`. The answer's `error` says why the recovery answered."""
+
+    def __init__(self, primary: AnswerModel, recover: AnswerModel,
+                 checker: Callable[[Answer], bool] | None = None,
+                 errors: tuple[type[BaseException], ...] = (ApproxError,), name: str | None = None):
+        self.primary, self.recover, self.checker, self.errors = primary, recover, checker, errors
+        self.name = name or f"{primary.name}|{recover.name}"
+
+    def with_precision(self, precision: str) -> Fallback:
+        return Fallback(self.primary.with_precision(precision), self.recover.with_precision(precision),
+                        self.checker, self.errors, self.name)
+
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+        try:
+            first = self.primary.answer(question, contexts, max_new_tokens)
+        except self.errors as err:
+            why, stage, tokens = str(err).splitlines()[0], (self.primary.name, None), 0
+        else:
+            if self.checker is None or self.checker(first):
+                return first
+            why, stage, tokens = f"checker rejected the answer of {first.model}", (first.model, first.confidence), \
+                first.tokens_used
+        ans = self.recover.answer(question, contexts, max_new_tokens)
+        return replace(ans, tokens_used=tokens + ans.tokens_used, stages=(stage, *ans.stages), error=why)

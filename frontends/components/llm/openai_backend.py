@@ -1,0 +1,90 @@
+"""Any OpenAI-compatible HTTP endpoint as an answer model, through the `openai`
+client: vLLM, llama.cpp's server, a hosted API, or `serve.py` here.
+
+Every request has a timeout and no retries (the cascade / Fallback decides what
+to do next, not the client), and every failure is one ApproxError line naming
+the endpoint: unreachable, too slow, an HTTP error status, or an answer without
+choices. Confidence comes from token log-probabilities when the server returns
+them (exp of their mean, as for local models), else None."""
+
+from __future__ import annotations
+
+import math
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm.base import INSTRUCTION, Answer, AnswerModel, build_prompt, first_line
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class OpenAIAnswerModel(AnswerModel):
+    """`api="completions"` sends `build_prompt(question, contexts)` to
+    /v1/completions; `api="chat"` sends it as the user message (after a system
+    message with the instruction) to /v1/chat/completions."""
+
+    def __init__(self, base_url: str, model: str, *, api: str = "completions", api_key: str = "none",
+                 timeout: float = DEFAULT_TIMEOUT, max_new_tokens: int = 32, logprobs: bool = True,
+                 name: str | None = None):
+        if api not in ("completions", "chat"):
+            raise ApproxError(f"api must be 'completions' or 'chat', got {api!r}", where=base_url)
+        if not timeout or timeout <= 0:
+            raise ApproxError(f"a timeout in seconds (> 0) is required, got {timeout!r}", where=base_url)
+        import openai
+
+        self.base_url, self.model, self.api, self.timeout = base_url.rstrip("/"), model, api, float(timeout)
+        self.max_new_tokens, self.logprobs = max_new_tokens, logprobs
+        self.name = name or f"{model}@{self.base_url}"
+        self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=self.timeout, max_retries=0)
+
+    def _request(self, prompt: str, max_tokens: int):
+        import openai
+
+        try:
+            if self.api == "chat":
+                messages = [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": prompt}]
+                return self.client.chat.completions.create(model=self.model, messages=messages, max_tokens=max_tokens,
+                                                           temperature=0.0, logprobs=self.logprobs or None)
+            return self.client.completions.create(model=self.model, prompt=prompt, max_tokens=max_tokens,
+                                                  temperature=0.0, logprobs=1 if self.logprobs else None)
+        except openai.APITimeoutError:
+            raise ApproxError(f"no answer from model '{self.model}' within {self.timeout:g} s (timeout)",
+                              where=self.base_url) from None
+        except openai.APIConnectionError as err:
+            cause = err.__cause__ or err
+            raise ApproxError(f"cannot reach the endpoint for model '{self.model}': {type(cause).__name__}: {cause}",
+                              where=self.base_url) from None
+        except openai.APIStatusError as err:
+            raise ApproxError(f"HTTP {err.status_code} for model '{self.model}': {_status_message(err)}",
+                              where=self.base_url) from None
+
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+        n = max_new_tokens or self.max_new_tokens
+        resp = self._request(build_prompt(question, contexts), n)
+        if not getattr(resp, "choices", None):
+            raise ApproxError(f"answer for model '{self.model}' has no choices", where=self.base_url)
+        choice = resp.choices[0]
+        text = choice.message.content if self.api == "chat" else choice.text
+        lps = _logprobs(choice, self.api)
+        usage = getattr(resp, "usage", None)
+        completion = getattr(usage, "completion_tokens", None) or (len(lps) if lps else 0)
+        total = getattr(usage, "total_tokens", None) or completion
+        conf = math.exp(sum(lps) / len(lps)) if lps else None
+        return Answer(first_line(text or ""), conf, int(total), 0.0, self.name, new_tokens=int(completion))
+
+
+def _logprobs(choice, api: str) -> list[float] | None:
+    lp = getattr(choice, "logprobs", None)
+    if lp is None:
+        return None
+    if api == "chat":
+        return [t.logprob for t in (lp.content or [])] or None
+    return [x for x in (lp.token_logprobs or []) if x is not None] or None
+
+
+def _status_message(err) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"]).splitlines()[0]
+    return str(err).splitlines()[0]

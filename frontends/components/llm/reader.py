@@ -1,0 +1,127 @@
+"""The extractive reader as an answer model: a span network (`span_model.py`, or
+any module with its call signature) reads every (question, passage) window and
+returns the best-scoring span of all passages.
+
+Windows: each passage is tokenised with the question (`only_second` truncation,
+`max_length` tokens, `stride` overlap) as SQuAD readers do. Span score =
+start logit + end logit over context tokens, span length <= `max_new_tokens`
+(default 30: the reader's "answer tokens"). Confidence = p_start * p_end of the
+chosen span under one softmax over the context tokens of all windows, so a
+reader unsure between passages is less confident (what cascades threshold)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel
+from frontends.components.llm.span_model import (
+    load_span_model,
+    minilm_dir,
+    untrained_span_model_for_plumbing_tests,
+)
+
+MAX_LENGTH, STRIDE, MAX_ANSWER_TOKENS = 256, 64, 30
+
+
+def load_tokenizer(model_dir: Path | None = None):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(model_dir or minilm_dir()), local_files_only=True)
+
+
+class ExtractiveReader(AnswerModel):
+    def __init__(self, module: torch.nn.Module, tokenizer=None, name: str = "reader",
+                 max_length: int = MAX_LENGTH, stride: int = STRIDE,
+                 max_answer_tokens: int = MAX_ANSWER_TOKENS, batch_size: int = 32):
+        self.module = module.eval()
+        self.tokenizer = tokenizer or load_tokenizer()
+        self.name = name
+        self.max_length, self.stride = max_length, stride
+        self.max_answer_tokens, self.batch_size = max_answer_tokens, batch_size
+        self.precision = "float32"
+        self._variants: dict[str, ExtractiveReader] = {"float32": self}
+
+    @classmethod
+    def from_path(cls, path: str | Path, name: str | None = None, **kw) -> ExtractiveReader:
+        """A trained reader from its `.npz` (adapters + head; `span_model.py`)."""
+        return cls(load_span_model(path), name=name or Path(path).stem, **kw)
+
+    @classmethod
+    def untrained_for_plumbing_tests(cls, layers: int = 2, seed: int = 0, **kw) -> ExtractiveReader:
+        """UNTRAINED head (meaningless answers): tests of the plumbing only."""
+        return cls(untrained_span_model_for_plumbing_tests(layers, seed),
+                   name=f"minilm-l{layers}-s{seed}-UNTRAINED-plumbing-only", **kw)
+
+    def with_precision(self, precision: str) -> ExtractiveReader:
+        if precision not in PRECISIONS:
+            raise ApproxError(f"precision must be one of {PRECISIONS}, got {precision!r}", where=self.name)
+        base = self._variants["float32"]
+        if precision not in self._variants:
+            other = copy.copy(base)
+            other.module = copy.deepcopy(base.module).to(getattr(torch, precision))
+            other.precision, other.name = precision, f"{base.name}[{precision}]"
+            self._variants[precision] = other
+        return self._variants[precision]
+
+    def encode(self, question: str, contexts: list[str]):
+        try:
+            return self.tokenizer([question] * len(contexts), contexts, truncation="only_second",
+                                  max_length=self.max_length, stride=self.stride, padding=True,
+                                  return_overflowing_tokens=True, return_offsets_mapping=True,
+                                  return_tensors="pt")
+        except Exception as err:  # tokenizers: question longer than the window, ...
+            raise ApproxError(f"cannot tokenise the question with its passages: {err}", where=self.name) from None
+
+    @torch.inference_mode()
+    def logits(self, enc) -> tuple[np.ndarray, np.ndarray]:
+        """(windows, tokens) start and end logits, float64."""
+        starts, ends = [], []
+        n = enc["input_ids"].shape[0]
+        for i in range(0, n, self.batch_size):
+            args = [enc[k][i:i + self.batch_size] for k in ("input_ids", "attention_mask", "token_type_ids")]
+            s, e = self.module(*args)
+            starts.append(s.double().numpy())
+            ends.append(e.double().numpy())
+        return np.concatenate(starts), np.concatenate(ends)
+
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+        limit = max_new_tokens or self.max_answer_tokens
+        contexts = [c for c in contexts if c.strip()]
+        if not contexts:
+            return Answer("", 0.0, 0, 0.0, self.name)
+        enc = self.encode(question, contexts)
+        s_log, e_log = self.logits(enc)
+        windows = s_log.shape[0]
+        ctx = np.array([[sid == 1 for sid in enc.sequence_ids(w)] for w in range(windows)])
+        if not ctx.any():
+            raise ApproxError("no passage token fits in a window next to the question", where=self.name)
+        s_lp, e_lp = _log_softmax_masked(s_log, ctx), _log_softmax_masked(e_log, ctx)
+        length = s_log.shape[1]
+        band = np.triu(np.ones((length, length), bool)) & ~np.triu(np.ones((length, length), bool), limit)
+        best = (-np.inf, 0, 0, 0)
+        for w in range(windows):
+            scores = np.where(band & ctx[w][:, None] & ctx[w][None, :],
+                              s_lp[w][:, None] + e_lp[w][None, :], -np.inf)
+            flat = int(np.argmax(scores))
+            if scores.flat[flat] > best[0]:
+                best = (float(scores.flat[flat]), w, flat // length, flat % length)
+        score, w, s, e = best
+        pair = int(enc["overflow_to_sample_mapping"][w])
+        offsets = enc["offset_mapping"][w]
+        text = contexts[pair][int(offsets[s][0]):int(offsets[e][1])]
+        used = int(enc["attention_mask"].sum())
+        return Answer(text, float(np.exp(score)), used + e - s + 1, 0.0, self.name, new_tokens=e - s + 1)
+
+
+def _log_softmax_masked(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """log-softmax over every masked-in entry of the whole array (all windows)."""
+    x = np.where(mask, logits, -np.inf)
+    top = x.max()
+    return x - (top + np.log(np.exp(x - top).sum()))

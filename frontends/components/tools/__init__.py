@@ -1,0 +1,25 @@
+"""Tools (issue 4): a registry of typed Python tools and BFCL's described
+functions (BFCL-style JSON schemas), triage routers (MiniLM embedding similarity,
+keyword scoring), validated execution with skip / substitute / memo knobs
+(`ToolComponent`), and BFCL's AST checker as the QoS metric."""
+
+from frontends.components.tools.ast_check import CheckResult, check, check_call
+from frontends.components.tools.bfcl import (
+    CATEGORIES,
+    BfclItem,
+    ast_accuracy,
+    bfcl_registry,
+    format_calls,
+    load_bfcl,
+    parse_calls,
+)
+from frontends.components.tools.component import ToolComponent
+from frontends.components.tools.registry import Tool, ToolRegistry
+from frontends.components.tools.schema import tool_schema
+from frontends.components.tools.triage import EmbeddingTriage, KeywordTriage
+
+__all__ = [
+    "CheckResult", "check", "check_call", "CATEGORIES", "BfclItem", "ast_accuracy", "bfcl_registry",
+    "format_calls", "load_bfcl", "parse_calls", "ToolComponent", "Tool", "ToolRegistry", "tool_schema",
+    "EmbeddingTriage", "KeywordTriage",
+]

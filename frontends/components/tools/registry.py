@@ -1,0 +1,141 @@
+"""A registry of tools: Python functions with BFCL-style schemas (schema.py), or
+described functions only (BFCL's, which an agent calls by emitting the call).
+
+`call(name, args)` validates the arguments against the schema first (required
+present, no unknown names, types, enums; an int is accepted for a float, as
+Python and BFCL do) so a wrong call is one clear ApproxError instead of a
+TypeError deep inside the tool. Each tool may carry cheaper substitutes with the
+same signature (the `substitute` knob) and the value returned when it is skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.tools.schema import tool_schema
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "float": (float, int), "boolean": (bool,),
+    "array": (list, tuple), "tuple": (list, tuple), "dict": (dict,),
+}
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    schema: dict
+    fn: Callable | None = None
+    default: Any = None
+    substitutes: list[Callable] = field(default_factory=list)
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.schema.get("parameters", {}).get("required", []))
+
+    @property
+    def properties(self) -> dict[str, dict]:
+        return dict(self.schema.get("parameters", {}).get("properties", {}))
+
+
+def check_value(value: Any, prop: dict, where: str) -> Any:
+    """`value` checked against one property schema; ints become floats for float."""
+    kind = prop.get("type", "any")
+    if kind not in _PY_TYPES and kind != "any":
+        raise ApproxError(f"schema type {kind!r} is not a BFCL type", where=where)
+    if kind != "any":
+        ok = isinstance(value, _PY_TYPES[kind]) and not (isinstance(value, bool) and kind in ("integer", "float"))
+        if not ok:
+            raise ApproxError(f"expected {kind}, got {type(value).__name__} {value!r}", where=where)
+    if kind == "float":
+        value = float(value)
+    if kind in ("array", "tuple") and "items" in prop:
+        value = [check_value(v, prop["items"], f"{where}[{i}]") for i, v in enumerate(value)]
+    if "enum" in prop and value not in prop["enum"]:
+        raise ApproxError(f"{value!r} is not one of {prop['enum']}", where=where)
+    return value
+
+
+class ToolRegistry:
+    def __init__(self, tools: Sequence[Tool] = ()):
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, tool: Tool) -> Tool:
+        if tool.name in self._tools:
+            raise ApproxError(f"a tool named '{tool.name}' is already registered", where="ToolRegistry")
+        self._tools[tool.name] = tool
+        return tool
+
+    def register(self, fn: Callable | None = None, *, name: str | None = None, description: str | None = None,
+                 default: Any = None, substitutes: Sequence[Callable] = ()):
+        """Register `fn` (also as `@registry.register` or `@registry.register(...)`)."""
+        def wrap(f: Callable) -> Callable:
+            schema = tool_schema(f, name, description)
+            self.add(Tool(schema["name"], schema["description"], schema, f, default, list(substitutes)))
+            return f
+
+        return wrap(fn) if fn is not None else wrap
+
+    def add_schema(self, schema: dict) -> Tool:
+        """A described function (no implementation), e.g. one of BFCL's."""
+        if not isinstance(schema, dict) or "name" not in schema:
+            raise ApproxError("a tool schema is an object with a 'name'", where="ToolRegistry")
+        return self.add(Tool(schema["name"], schema.get("description", ""), schema))
+
+    def add_substitute(self, name: str, fn: Callable) -> int:
+        """Add a cheaper variant of tool `name`; returns its substitute index (1-based)."""
+        self[name].substitutes.append(fn)
+        return len(self[name].substitutes)
+
+    def __getitem__(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise ApproxError(f"no tool named '{name}' (tools: {', '.join(list(self._tools)[:8])}"
+                              f"{', ...' if len(self._tools) > 8 else ''})", where="ToolRegistry") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> list[dict]:
+        return [t.schema for t in self]
+
+    def validate(self, name: str, args: dict) -> dict:
+        """The arguments checked against tool `name`'s schema (ints -> floats where float)."""
+        tool, where = self[name], f"tool {name}"
+        if not isinstance(args, dict):
+            raise ApproxError(f"arguments must be an object, got {type(args).__name__}", where=where)
+        props = tool.properties
+        unknown = [a for a in args if a not in props]
+        if unknown:
+            raise ApproxError(f"unknown parameter '{unknown[0]}' (parameters: {', '.join(props)})", where=where)
+        missing = [p for p in tool.required if p not in args]
+        if missing:
+            raise ApproxError(f"missing required parameter '{missing[0]}'", where=where)
+        return {k: check_value(v, props[k], f"{where}, parameter '{k}'") for k, v in args.items()}
+
+    def call(self, name: str, args: dict, substitute: int = 0) -> Any:
+        """Run tool `name` (or its cheaper substitute k >= 1) on validated `args`."""
+        tool = self[name]
+        args = self.validate(name, args)
+        if substitute:
+            if not 1 <= substitute <= len(tool.substitutes):
+                raise ApproxError(f"substitute {substitute} does not exist ({len(tool.substitutes)} registered)",
+                                  where=f"tool {name}")
+            return tool.substitutes[substitute - 1](**args)
+        if tool.fn is None:
+            raise ApproxError("is described only (no Python implementation to run)", where=f"tool {name}")
+        return tool.fn(**args)

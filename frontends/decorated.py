@@ -1,0 +1,315 @@
+"""`KnobFunction`: what `@Knob(...)` returns. Called like the plain function; the
+first call (per configuration, and per array dtype/rank of a kernel) lowers the
+Python source to the approx dialect, runs the approx pipeline with the knob
+settings (`run_pipeline(..., config=...)`, the same passes a `.mlir` file gets)
+and JIT-compiles kernels or generates Python for orchestration code; later calls
+go straight to the cached result. It satisfies the autotuner's `Program`
+protocol (`name`, `knobs()`, `build(config)`)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import json
+import threading
+import typing
+
+import numpy as np
+
+from approx_dialect.context import parse_module, print_module
+from approx_opt.config import KnobSpec, apply_config, knob_specs
+from approx_opt.driver import run_pipeline
+from frontends.build import ModuleBuilder, emit_annotations
+from frontends.knob import KnobConfig, KnobError
+from frontends.source import MISSING, FunctionSource
+
+PIPELINE = "approx-pipeline"
+RUNNERS = 64
+
+
+def _is_array_annotation(t) -> bool:
+    return t is np.ndarray or typing.get_origin(t) is np.ndarray
+
+
+class _Runner:
+    """Calls of one configuration: a table from the argument signature (array
+    dtypes and ranks; () when there are none) to the compiled callable."""
+
+    __slots__ = ("owner", "config", "table", "arrays", "n")
+
+    def __init__(self, owner: "KnobFunction", config: dict):
+        self.owner, self.config, self.table = owner, config, {}
+        self.arrays, self.n = owner._array_positions(), owner._n_params
+
+    def lookup(self, args: tuple):
+        key = tuple((args[i].dtype, args[i].ndim) if isinstance(args[i], np.ndarray) else type(args[i])
+                    for i in self.arrays) if self.arrays else ()
+        fn = self.table.get(key)
+        if fn is None:
+            fn = self.table[key] = self.owner._compile(self.config, key)
+        return fn
+
+    def __call__(self, *args, **kwargs):
+        if kwargs or len(args) != self.n:
+            args = self.owner._bind(args, kwargs)
+        return self.lookup(args)(*args)
+
+
+class KnobFunction:
+    """A decorated function: callable, tunable (`set_config`, `knobs`, `build`), inspectable (`ir`)."""
+
+    def __init__(self, fn, config: KnobConfig):
+        functools.update_wrapper(self, fn)
+        self.python = fn
+        self.knob_config = config
+        self.name = f"{fn.__module__}:{fn.__qualname__}"
+        self._signature = inspect.signature(fn)
+        self._n_params = len(self._signature.parameters)
+        self._lock = threading.RLock()
+        self._src: FunctionSource | None = None
+        self._kind: str | None = None
+        self._modules: dict = {}  # signature key -> (text, env, entry symbol)
+        self._runners: dict[str, _Runner] = {}
+        self._config: dict = {}
+        self._runner: _Runner | None = None
+        self._fast = None
+
+    # ------------------------------------------------------------ calling
+    def __call__(self, *args, **kwargs):
+        fast = self._fast  # the one compiled callable, when no argument decides among several
+        if fast is not None and not kwargs and len(args) == self._n_params:
+            return fast(*args)
+        runner = self._runner
+        if runner is None:
+            runner = self._runner = self._runner_for(self._config)
+        if kwargs or len(args) != self._n_params:
+            args = self._bind(args, kwargs)
+        fn = runner.lookup(args)
+        if not runner.arrays and runner is self._runner:
+            self._fast = fn
+        return fn(*args)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def _bind(self, args, kwargs) -> tuple:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self.python.__qualname__}(): {err}") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+    def _runner_for(self, config: dict) -> _Runner:
+        """The runner of `config` (the RUNNERS most recently used are kept: a tuning run
+        builds thousands of configurations, each holding compiled code)."""
+        key = json.dumps(config, sort_keys=True)
+        with self._lock:
+            runner = self._runners.pop(key, None) or _Runner(self, config)
+            self._runners[key] = runner
+            while len(self._runners) > RUNNERS:
+                self._runners.pop(next(iter(self._runners)))
+            return runner
+
+    # ------------------------------------------------------------ tuning (autotuner Program)
+    @property
+    def config(self) -> dict:
+        return dict(self._config)
+
+    def set_config(self, config: dict | None) -> None:
+        """Set the knobs (approx_opt.config settings, e.g. {"f": {"knob_val": 2}}); {} or None
+        = as annotated. Checked now: unknown knobs and values outside a knob's range raise."""
+        config = dict(config or {})
+        if config:
+            apply_config(parse_module(self._module()[0]), config)
+        self._config = config
+        self._runner, self._fast = self._runner_for(config), None
+
+    def knobs(self) -> list[KnobSpec]:
+        """The search space, read from the annotations of the lowered module."""
+        return knob_specs(parse_module(self._module()[0]))
+
+    def build(self, config: dict) -> typing.Callable:
+        """A callable running this function with its knobs set to `config`."""
+        if config:
+            apply_config(parse_module(self._module()[0]), dict(config))
+        return self._runner_for(dict(config or {}))
+
+    def ir(self, after: bool = False, config: dict | None = None, args: tuple | None = None,
+           locations: bool = False) -> str:
+        """The IR text: the annotated module (before), or after the approx pipeline
+        with `config`; for a kernel, arrays are typed like `args` (default: as last
+        called, else float64 with the rank the body indexes)."""
+        key = self._key_of(args) if args is not None else None
+        text = self._module(key)[0]
+        if not after:
+            return text if locations else print_module(parse_module(text))
+        return run_pipeline(text, PIPELINE, self._src_or_load().filename, config=config or None)
+
+    # ------------------------------------------------------------ lowering
+    def _src_or_load(self) -> FunctionSource:
+        if self._src is None:
+            self._src = FunctionSource.of(self.python)
+        return self._src
+
+    @property
+    def kind(self) -> str:
+        """"kernel" (JIT-compiled numeric code) or "python" (generated Python)."""
+        if self._kind is None:
+            self._kind = self._choose_kind()
+        return self._kind
+
+    def _annotation(self, name: str):
+        src = self._src_or_load()
+        for a in src.tree.args.args + src.tree.args.kwonlyargs:
+            if a.arg == name:
+                return self._resolve_annotation(a.annotation) if a.annotation is not None else MISSING
+        return MISSING
+
+    def _resolve_annotation(self, node):
+        """An annotation's object, read from the AST (never evaluated as text)."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except SyntaxError:
+                return MISSING
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Name):
+            return self._src_or_load().resolve(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self._resolve_annotation(node.value)
+            return getattr(base, node.attr, MISSING) if base is not MISSING else MISSING
+        return MISSING
+
+    def _param_annotations(self) -> list:
+        return [self._annotation(p) for p in self._signature.parameters]
+
+    def _choose_kind(self) -> str:
+        anns = self._param_annotations()
+        numeric = bool(anns) and all(a in (int, float, bool) or _is_array_annotation(a) for a in anns)
+        mode = self.knob_config.lowering
+        if mode == "kernel" and not numeric:
+            bad = [p for p, a in zip(self._signature.parameters, anns) if not (a in (int, float, bool)
+                                                                               or _is_array_annotation(a))]
+            raise self._src_or_load().error(None, f"lowering='kernel' needs every parameter annotated int, "
+                                                  f"float, bool or np.ndarray; not: {', '.join(bad) or '(none)'}")
+        return "kernel" if (numeric and mode != "python") or mode == "kernel" else "python"
+
+    def _array_positions(self) -> list[int]:
+        if self.kind != "kernel":
+            return []
+        return [i for i, a in enumerate(self._param_annotations()) if _is_array_annotation(a)]
+
+    def _key_of(self, args) -> tuple:
+        args = self._bind(tuple(args), {})
+        return tuple((args[i].dtype, args[i].ndim) if isinstance(args[i], np.ndarray) else type(args[i])
+                     for i in self._array_positions())
+
+    def _default_key(self) -> tuple:
+        """Before any call: float64 arrays of the rank the body indexes them with."""
+        done = [k for k in self._modules if k != ()]
+        if done:
+            return done[-1]
+        src = self._src_or_load()
+        names = list(self._signature.parameters)
+        key = []
+        for i in self._array_positions():
+            rank = 1
+            for node in ast.walk(src.tree):
+                if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == names[i]:
+                    rank = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
+                    break
+            key.append((np.dtype(np.float64), rank))
+        return tuple(key)
+
+    def _module(self, key: tuple | None = None):
+        """(annotated IR text with locations, environment, entry symbol) for a signature key."""
+        if key is None:
+            key = self._default_key() if self._array_positions() else ()
+        with self._lock:
+            found = self._modules.get(key)
+            if found is None:
+                found = self._modules[key] = self._lower(key)
+            return found
+
+    def _arg_types(self, key: tuple) -> list:
+        from frontends.lower_kernel import SCALARS, memref_of
+        from frontends.lower_python import SCALAR_ANNOTATIONS
+        from approx_dialect.pyobj import OBJ
+
+        anns = self._param_annotations()
+        if self.kind == "python":
+            return [next((t for k, t in SCALAR_ANNOTATIONS.items() if a is k), OBJ) for a in anns]
+        types, arrays = [], iter(key)
+        for i, a in enumerate(anns):
+            if _is_array_annotation(a):
+                sig = next(arrays)
+                if not isinstance(sig, tuple):
+                    name = list(self._signature.parameters)[i]
+                    raise TypeError(f"{self.python.__qualname__}(): argument '{name}' must be a numpy array, "
+                                    f"got {getattr(sig, '__name__', sig)}")
+                dtype, ndim = sig
+                from frontends.lower_kernel import DTYPES
+
+                if np.dtype(dtype) not in DTYPES:
+                    raise TypeError(f"{self.python.__qualname__}(): arrays of {dtype} are not supported "
+                                    f"(supported: {', '.join(sorted(str(d) for d in DTYPES))})")
+                types.append(memref_of(dtype, ndim))
+            else:
+                types.append(SCALARS[a])
+        return types
+
+    def _lower(self, key: tuple):
+        src = self._src_or_load()
+        builder = ModuleBuilder()
+        types = self._arg_types(key)
+        if self.kind == "kernel":
+            entry, _ = builder.kernel_call(self, types)
+        else:
+            from frontends.lower_python import python_function, python_helper
+
+            entry = builder.symbol(self.python.__name__)
+            f = python_function(src, builder, entry, types)
+            builder.functions.insert(0, f)
+            if not self.knob_config.is_empty():
+                emit_annotations(builder, entry, self.knob_config, src, types,
+                                 list(f.function_type.outputs.data), python_helper(builder))
+        module = builder.module()
+        from approx_dialect.context import verify_module
+
+        verify_module(module)
+        return _print_with_locations(module), builder.env, entry
+
+    def _compile(self, config: dict, key: tuple):
+        text, env, entry = self._module(key)
+        with self._lock:
+            lowered = run_pipeline(text, PIPELINE, self._src_or_load().filename, config=config or None)
+            if self.kind == "kernel":
+                from approx_opt.execute import compile_module
+
+                return compile_module(lowered).fn(entry)
+            from frontends.pygen import generate
+
+            return generate(parse_module(lowered), env, self.python.__qualname__).fn(entry)
+
+    def __repr__(self) -> str:
+        return f"<KnobFunction {self.name} ({self._kind or 'not lowered yet'})>"
+
+
+def _print_with_locations(module) -> str:
+    """The module with `loc("file.py":line:col)` on every op, so errors of the passes
+    point at the Python source (generic form: xDSL's custom printer puts the
+    location of an scf.while where its parser does not read it)."""
+    import io
+
+    from xdsl.printer import Printer
+
+    out = io.StringIO()
+    Printer(stream=out, print_debuginfo=True, print_generic_format=True).print_op(module)
+    out.write("\n")
+    return out.getvalue()
+
+
+__all__ = ["KnobFunction", "KnobError"]

@@ -1,0 +1,84 @@
+"""approx-tune run / apply / report, as a user calls them (in-process `main`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autotuner.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+MLIR = str(ROOT / "examples/mlir/adaptive_sum.mlir")
+
+
+def adaptive_inputs():
+    """Inputs generator for the command: 12 arrays of 100 .. 100000 samples, no ground truth."""
+    rng = np.random.default_rng(1)
+    return [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(100, 100_000, 12))], None
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli")
+    argv = ["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--budget", "0.05",
+            "--trials", "6", "--mode", "both", "--repeats", "1", "--out", out, "--no-progress"]
+    return out, argv
+
+
+def test_run_writes_the_result_and_resumes(capsys, tuned):
+    out, argv = tuned
+    code, text, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "QoS loss = (QoS_exact - QoS) / QoS_exact (rel_l2)" in text and " static " in text
+    result = json.loads((out / "result.json").read_text())
+    assert result["program"] == "adaptive_sum.mlir:mean" and result["program_spec"].endswith(":mean")
+    assert result["trials"] == 4 + 6  # static: the knob's 4 values; dynamic: 6
+    code, text2, _ = run(capsys, *argv)  # the same command again: the study is complete, nothing re-run
+    assert code == 0 and json.loads((out / "result.json").read_text())["trials"] == 10
+
+
+def test_apply_equals_approx_opt_apply_config(capsys, tuned, cli, tmp_path):
+    out, argv = tuned
+    if not (out / "result.json").exists():
+        assert run(capsys, *argv)[0] == 0
+    code, _, err = run(capsys, "apply", "--out", out, "--mode", "dynamic", "--point", "0", MLIR,
+                       "-o", tmp_path / "a.mlir", "--config-out", tmp_path / "c.json")
+    assert code == 0, err
+    want = cli(MLIR, "-p", "approx-pipeline", "--apply-config", str(tmp_path / "c.json"))
+    assert want.returncode == 0 and (tmp_path / "a.mlir").read_text() == want.stdout
+    code, stored, _ = run(capsys, "apply", "--out", out, "--mode", "dynamic", "--point", "0")
+    assert code == 0 and stored == want.stdout  # the IR kept in the result is the same program
+
+
+def test_report_writes_the_folder(capsys, tuned, tmp_path):
+    out, argv = tuned
+    if not (out / "result.json").exists():
+        assert run(capsys, *argv)[0] == 0
+    code, text, err = run(capsys, "report", "--out", out, "--to", tmp_path / "rep")
+    assert code == 0, err
+    assert (tmp_path / "rep" / "index.html").exists() and (tmp_path / "rep" / "front.json").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "nope.mlir:main", "--inputs", "test_autotuner_cli:adaptive_inputs"], "cannot read input"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:missing"], "has no inputs generator 'missing'"),
+    (["run", f"{MLIR}:mean", "--inputs", "no_such_module_xyz:f"], "cannot import inputs generator module"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--budget", "2"],
+     "budget must be a QoS-loss fraction in [0, 1]"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--narrow", "mean=3"],
+     "value 3 is not among its values [0, 2, 4, 8]"),
+    (["apply", "--result", "/nonexistent/result.json"], "cannot read the tuning result"),
+    (["report"], "give --out DIR, --result FILE, or --storage URL with --study-name"),
+])
+def test_errors_are_one_line(capsys, tmp_path, argv, message):
+    code, _, err = run(capsys, *argv, *(["--out", tmp_path] if argv[0] == "run" else []))
+    assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err

@@ -1,0 +1,191 @@
+"""`autotuner.tune` end to end on small JIT kernels: the front, determinism,
+resuming an interrupted study, dynamic mode, staged evaluation, failures, bad
+inputs, and two worker processes on one SQLite study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+
+from approx_dialect.diagnostics import ApproxError
+from approx_opt.config import KnobSpec
+from autotuner import search, tune
+from autotuner.program import MlirProgram
+from autotuner.search import dominates
+from bench.tuning_bench import kernel_inputs, kernel_text
+
+DOTS = MlirProgram(kernel_text(2), "main", "dots.mlir")
+INPUTS = kernel_inputs(12, 3000, knobs=2)  # 2 tuning, 10 evaluation inputs
+FAST = dict(repeats=1, eval_ratio=5.0)
+
+
+def work_units(config, args, output):
+    """A deterministic cost (the `money` path): elements each loop visits."""
+    n1, n2 = args[2], args[5]
+    k1, k2 = (max(config[k]["knob_val"], 1) for k in ("d1", "d2"))
+    return n1 / k1 + n2 * (1 - 1 / k2 if k2 > 1 else 1)  # d2 drops every k-th iteration
+
+
+class Interrupt:
+    """Money cost that presses Ctrl-C at its `at`-th call (a run stopped half-way)."""
+
+    def __init__(self, at: int):
+        self.calls, self.at = 0, at
+
+    def __call__(self, config, args, output):
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+        return work_units(config, args, output)
+
+
+def run_money(tmp_path: Path, name: str, money=work_units, **kw):
+    opts = dict(budget=0.1, n_trials=16, mode="static", seed=7, objective="money", money=money,
+                out_dir=tmp_path / name, evaluate=False, **FAST)
+    opts.update(kw)
+    return tune(DOTS, INPUTS, **opts)
+
+
+def trial_rows(storage_dir: Path, mode: str = "static"):
+    study = optuna.load_study(study_name=f"dots.mlir:main/{mode}", storage=f"sqlite:///{storage_dir / 'study.db'}")
+    return [(t.number, t.state.name, t.params, t.values) for t in study.get_trials()]
+
+
+def front_rows(result):
+    return [(p.mode, p.knobs, round(p.qos_loss_tune, 12), round(p.speedup_tune, 12)) for p in result.front]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One uninterrupted run with the deterministic cost."""
+    d = tmp_path_factory.mktemp("ref")
+    return d, run_money(d, "run")
+
+
+def test_front_has_no_dominated_point_and_is_remeasured_on_held_out_inputs(tmp_path):
+    r = tune(DOTS, INPUTS, budget=0.05, n_trials=12, mode="static", seed=1, out_dir=tmp_path, **FAST)
+    pts = [(p.qos_loss_tune, p.speedup_tune) for p in r.front]
+    assert pts and all(not dominates(a, b) for a in pts for b in pts)
+    assert all(loss <= 0.05 for loss, _ in pts)
+    complete = [(t.qos_loss, t.speedup) for t in r.all_trials if t.feasible and not t.pruned]
+    assert all(not dominates(c, p) for c in complete for p in pts)  # nothing measured beats the front
+    assert {t.trial for t in r.all_trials if not t.dominated} == {p.trial for p in r.front}
+    assert all(p.qos_loss_eval is not None and p.speedup_eval > 0 and "scf.for" in p.ir for p in r.front)
+    assert (r.n_tune, r.n_eval, r.trials, r.qos_metric) == (2, 10, 12, "rel_l2")
+    assert (tmp_path / "result.json").exists() and (tmp_path / "study.db").exists()
+
+
+def test_same_seed_gives_the_same_front(tmp_path, reference):
+    _, ref = reference
+    again = run_money(tmp_path, "again")
+    assert front_rows(again) == front_rows(ref)
+    assert [(t.trial, t.knobs) for t in again.all_trials] == [(t.trial, t.knobs) for t in ref.all_trials]
+    other = run_money(tmp_path, "other", seed=8)
+    assert [t.knobs for t in other.all_trials] != [t.knobs for t in ref.all_trials]
+
+
+def test_interrupted_study_resumes_with_no_finished_trial_lost(tmp_path, reference):
+    ref_dir, ref = reference
+    with pytest.raises(KeyboardInterrupt):
+        run_money(tmp_path, "cut", money=Interrupt(at=14))  # the exact baseline takes 1 call per input
+    before = trial_rows(tmp_path / "cut")
+    finished = [row for row in before if row[1] == "COMPLETE"]
+    assert 3 <= len(finished) < 16 and before[-1][1] == "FAIL"  # the interrupted trial
+    resumed = run_money(tmp_path, "cut")
+    after = trial_rows(tmp_path / "cut")
+    assert all(row in after for row in finished)  # kept as they were
+    assert resumed.trials == 16
+    assert front_rows(resumed) == front_rows(ref)  # as if never interrupted
+    ref_complete = [r[2:] for r in trial_rows(ref_dir / "run") if r[1] == "COMPLETE"]
+    assert [r[2:] for r in after if r[1] == "COMPLETE"] == ref_complete
+
+
+def test_dynamic_mode_tunes_the_decision_tree(tmp_path):
+    program = MlirProgram.from_file(Path(__file__).parents[1] / "examples/mlir/adaptive_sum.mlir", "mean")
+    rng = np.random.default_rng(0)
+    inputs = [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(50, 200_000, 12))]
+    r = tune(program, inputs, budget=0.02, n_trials=10, mode="both", seed=0, out_dir=tmp_path, **FAST)
+    assert {p.mode for p in r.front} == {"static", "dynamic"}
+    assert r.trials == 4 + 10 and set(r.study_names) == {"static", "dynamic"}  # static: 4 values
+    for p in r.front_of("dynamic"):
+        s = p.knobs["mean"]
+        assert s["thresholds"] == sorted(s["thresholds"]) and all(1 <= t <= 1_000_000 for t in s["thresholds"])
+        assert set(s["decisions"]) <= {0, 2, 4, 8}
+        x = inputs[0][0]
+        program.build(p.knobs)(x, len(x))  # the compiler accepts every front configuration
+
+
+def test_staged_evaluation_prunes_configurations_far_over_budget(tmp_path):
+    r = tune(DOTS, kernel_inputs(36, 3000, knobs=2), budget=0.002, n_trials=10, mode="static", seed=0,
+             out_dir=tmp_path, stage_fraction=0.5, evaluate=False, **FAST)
+    pruned = [t for t in r.all_trials if t.pruned]
+    assert pruned and r.pruned_trials == len(pruned)
+    assert all(t.dominated and not t.feasible for t in pruned)
+    study = optuna.load_study(study_name="dots.mlir:main/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
+    attrs = [t.user_attrs for t in study.get_trials() if t.user_attrs.get("pruned")]
+    assert all("slice QoS loss" in a["prune_reason"] and a["n"] == 3 for a in attrs)  # 3 of the 6 tuning inputs
+    assert all(t.constraints["qos_loss_over_budget"] > 0 for t in study.get_trials() if t.user_attrs.get("pruned"))
+
+
+class Flaky:
+    """A Program in plain Python (the protocol needs no IR): knob value 3 fails at run time."""
+
+    name = "flaky"
+
+    def knobs(self):
+        return [KnobSpec("k", "f", "param", "static", (0, 1, 2, 3))]
+
+    def build(self, config):
+        k = config.get("k", {}).get("knob_val", 0)
+
+        def run(x):
+            if k == 3:
+                raise ValueError("knob 3 breaks")
+            return x + 0.001 * k * x
+
+        return run
+
+
+def test_a_failing_configuration_is_a_failed_trial_and_the_study_goes_on(tmp_path):
+    r = tune(Flaky(), [float(i + 1) for i in range(12)], budget=0.01, n_trials=4, mode="static", seed=0,
+             out_dir=tmp_path, **FAST)
+    assert r.failed_trials == 1 and r.trials == 4  # 0, 3 (fails), then 1 and 2
+    assert {t.knobs["k"]["knob_val"] for t in r.all_trials} == {0, 1, 2}
+    study = optuna.load_study(study_name="flaky/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
+    failed = [t for t in study.get_trials() if t.state.name == "FAIL"]
+    assert "knob 3 breaks" in failed[0].user_attrs["error"]
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(budget=1.5), "budget must be a QoS-loss fraction in [0, 1]"),
+    (dict(budget=-0.01), "budget must be a QoS-loss fraction in [0, 1]"),
+    (dict(budget="5%"), "budget must be a QoS-loss fraction in [0, 1]"),
+    (dict(narrow={"d1": []}), "knob 'd1': cannot narrow to []"),
+    (dict(narrow={"d1": [0, 2]}, fix={"d3": 2}), "unknown knob 'd3'"),
+    (dict(metric="f1"), "unknown QoS metric 'f1'"),
+    (dict(sampler="cmaes"), "unknown sampler 'cmaes'"),
+    (dict(mode="fast"), "mode must be"),
+])
+def test_bad_settings_are_one_clear_error(tmp_path, kw, message):
+    with pytest.raises(ApproxError) as err:
+        tune(DOTS, INPUTS, **{"n_trials": 2, "out_dir": tmp_path, **kw})
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_program_whose_exact_run_fails_is_one_clear_error(tmp_path):
+    bad = [(np.zeros(10, np.float32), np.zeros(10), 10, np.zeros(10), np.zeros(10), 10)] * 4
+    with pytest.raises(ApproxError) as err:
+        tune(DOTS, bad, n_trials=2, out_dir=tmp_path)
+    assert "the exact program fails on tuning input 0: @main argument 0: expected memref<?xf64>" in str(err.value)
+
+
+def test_two_jobs_share_one_sqlite_study(tmp_path):
+    r = tune(DOTS, INPUTS, budget=0.05, n_trials=14, mode="static", seed=0, jobs=2, out_dir=tmp_path,
+             evaluate=False, **FAST)
+    study = optuna.load_study(study_name="dots.mlir:main/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
+    workers = {t.user_attrs["worker"] for t in study.get_trials() if "worker" in t.user_attrs}
+    assert len(workers) == 2
+    assert 14 <= search.counts(study)["evaluated"] <= 15 and r.trials == search.counts(study)["evaluated"]

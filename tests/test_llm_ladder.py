@@ -1,0 +1,144 @@
+"""Cascades (docs/cascade.md semantics), fallbacks and the knobbed answer
+component, on real local models (tiny GPT-2s of different seeds)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm.component import AnswerComponent
+from frontends.components.llm.ladder import Cascade, Fallback
+from frontends.components.llm.openai_backend import OpenAIAnswerModel
+from passes.transformations.cascade import decode
+from tests.test_llm_support import CONTEXTS, QUESTION, causal, one_torch_thread  # noqa: F401 (autouse fixture)
+
+N = 3  # max new tokens: keeps every call short
+
+
+def models():
+    return causal(0), causal(1), causal(2)  # two variants, then the exact model
+
+
+def conf(m):
+    return m.answer(QUESTION, CONTEXTS, N).confidence
+
+
+def expected_stages(start: int, threshold: float, variants, confs, exact) -> list[str]:
+    """What docs/cascade.md says runs: variants from `start` until one reaches the threshold."""
+    names = []
+    for m, c in list(zip(variants, confs))[start - 1:]:
+        names.append(m.name)
+        if c >= threshold:
+            return names
+    return names + [exact.name]
+
+
+def test_cascade_escalates_exactly_when_confidence_is_below_the_threshold():
+    v0, v1, exact = models()
+    c0, c1 = conf(v0), conf(v1)
+    up = lambda x: math.nextafter(x, 2.0)  # noqa: E731: the smallest threshold above x
+    for thresholds in ([c0, up(c0)], [up(max(c0, c1))]):
+        for k in range(1, 2 * len(thresholds) + 1):
+            start, t = decode(k, 2, len(thresholds))
+            got = Cascade([v0, v1], exact, thresholds, k).answer(QUESTION, CONTEXTS, N)
+            assert [s for s, _ in got.stages] == expected_stages(start, thresholds[t], [v0, v1], [c0, c1], exact)
+            if k == 1 and thresholds[0] == c0:  # a confidence equal to the threshold is accepted
+                assert got.stages == ((v0.name, c0),) and got.text == v0.answer(QUESTION, CONTEXTS, N).text
+            if k == 2 and len(thresholds) == 2:  # just below: escalates
+                assert got.stages[0] == (v0.name, c0) and len(got.stages) >= 2
+
+
+def test_cascade_answer_is_the_accepted_stage_and_counts_all_tokens():
+    v0, v1, exact = models()
+    a = Cascade([v0, v1], exact, [2.0], 1).answer(QUESTION, CONTEXTS, N)  # nothing reaches 2: all run
+    ref = [m.answer(QUESTION, CONTEXTS, N) for m in (v0, v1, exact)]
+    assert [s for s, _ in a.stages] == [v0.name, v1.name, exact.name]
+    assert (a.text, a.model, a.new_tokens) == (ref[2].text, exact.name, N)
+    assert a.tokens_used == sum(r.tokens_used for r in ref)
+
+
+def test_cascade_knob_zero_is_the_exact_model():
+    v0, v1, exact = models()
+    a = Cascade([v0, v1], exact, [0.0, 0.5], 0).answer(QUESTION, CONTEXTS, N)
+    b = exact.answer(QUESTION, CONTEXTS, N)
+    assert (a.text, a.confidence, a.tokens_used, a.new_tokens) == (b.text, b.confidence, b.tokens_used, b.new_tokens)
+    assert [s for s, _ in a.stages] == [exact.name]
+
+
+def test_cascade_errors():
+    v0, v1, exact = models()
+    with pytest.raises(ApproxError, match=r"cascade knob 5 is outside 0..4"):
+        Cascade([v0, v1], exact, [0.1, 0.2], 5)
+    with pytest.raises(ApproxError, match="at least one variant"):
+        Cascade([], exact, [0.1])
+    with pytest.raises(ApproxError, match="gives no confidence"):
+        Cascade([v0], exact, [0.1], 1, confidence=lambda a: None).answer(QUESTION, CONTEXTS, N)
+
+
+def test_fallback_on_an_unreachable_endpoint_and_on_a_rejected_answer():
+    dead = OpenAIAnswerModel("http://127.0.0.1:9/v1", "none", timeout=2.0)  # port 9: nothing listens
+    local = causal(0)
+    a = Fallback(dead, local).answer(QUESTION, CONTEXTS, N)
+    assert a.text == local.answer(QUESTION, CONTEXTS, N).text
+    assert "cannot reach" in a.error and a.stages[0] == (dead.name, None)
+    b = Fallback(causal(1), local, checker=lambda ans: False).answer(QUESTION, CONTEXTS, N)
+    assert b.model == local.name and "checker rejected" in b.error
+    c = Fallback(causal(1), local, checker=lambda ans: True).answer(QUESTION, CONTEXTS, N)
+    assert c.model == causal(1).name and c.error is None
+
+
+def component(**kw):
+    v0, v1, exact = models()
+    return AnswerComponent([v0, v1, exact], max_new_tokens=[2, 4], passages=[1, 2], context_chars=[20],
+                           precision=True, **kw)
+
+
+def test_component_knobs_are_listed_as_knob_specs():
+    specs = {s.name: s for s in component(thresholds=[0.0, 0.5]).knobs()}
+    assert {n: (s.transform_type, s.values) for n, s in specs.items()} == {
+        "answer.model": ("cascade", (0, 1, 2, 3, 4)),
+        "answer.max_new_tokens": ("param", (0, 1, 2)),
+        "answer.passages": ("param", (0, 1, 2)),
+        "answer.context_chars": ("param", (0, 1)),
+        "answer.precision": ("precision_reduce", (0, 1, 2)),
+    }
+    assert component().knobs()[0].transform_type == "func_substitute"
+
+
+def test_component_at_knob_zero_is_the_exact_model_called_directly():
+    comp = component(thresholds=[0.0]).exact()
+    exact = models()[2]
+    for n in (None, 2):
+        a, b = comp(QUESTION, CONTEXTS, n), exact.answer(QUESTION, CONTEXTS, n)
+        assert (a.text, a.confidence, a.tokens_used, a.new_tokens, a.model) == \
+            (b.text, b.confidence, b.tokens_used, b.new_tokens, b.model)
+
+
+def test_component_knobs_do_what_they_say():
+    comp = component()
+    v0, v1, exact = models()
+    sub = comp.configure({"answer.model": {"knob_val": 1}})(QUESTION, CONTEXTS, N)
+    assert sub.model == v0.name and sub.text == v0.answer(QUESTION, CONTEXTS, N).text
+    assert comp.configure({"max_new_tokens": 1})(QUESTION, CONTEXTS, N).new_tokens == 2
+    assert comp.configure({"max_new_tokens": 2})(QUESTION, CONTEXTS, N).new_tokens == 4
+    assert comp.configure({"max_new_tokens": 0})(QUESTION, CONTEXTS, N).new_tokens == N
+    one = comp.configure({"passages": 1})(QUESTION, CONTEXTS, N)
+    assert one.tokens_used == exact.answer(QUESTION, CONTEXTS[:1], N).tokens_used
+    cut = comp.configure({"context_chars": 1})(QUESTION, CONTEXTS, N)
+    assert cut.text == exact.answer(QUESTION, [c[:20] for c in CONTEXTS], N).text
+    assert comp.configure({"precision": 1})(QUESTION, CONTEXTS, N).model == exact.name + "[bfloat16]"
+    casc = component(thresholds=[2.0]).configure({"model": 2})(QUESTION, CONTEXTS, N)
+    assert [s for s, _ in casc.stages] == [v1.name, exact.name]
+
+
+def test_component_configuration_errors_and_program_protocol():
+    comp = component()
+    with pytest.raises(ApproxError, match="unknown knob 'answer.top_k'"):
+        comp.configure({"answer.top_k": 1})
+    with pytest.raises(ApproxError, match=r"knob value 7 is not among its values \[0, 1, 2\]"):
+        comp.configure({"max_new_tokens": {"knob_val": 7}})
+    built = comp.build({"answer.max_new_tokens": {"knob_val": 1}})
+    assert built.knob("max_new_tokens") == 1 and comp.knob("max_new_tokens") == 0  # copies, not edits
+    assert built(QUESTION, CONTEXTS, N).new_tokens == 2

