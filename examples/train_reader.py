@@ -8,7 +8,11 @@ with the MiniLM weights sent as float16 (the transfer limit); at inference the
 adapters sit on the package's float32 weights. Writes examples/models/reader_l{6,3}.npz
 (adapters + span head, float16) and examples/models/reader_metrics.json.
 
-    python -m examples.train_reader [--layers 6 3] [--epochs 2] [--device cuda]
+    python -m examples.train_reader [--layers 6 3] [--epochs 4] [--device cuda]
+
+Needs torch, transformers, numpy and xdsl (the reader class lives in the frontends,
+whose error type comes from the dialect package); on the GPU machine carry the
+MiniLM folder (`--model-dir`), the data (APPROX_DATA_DIR) and an xdsl wheel.
 """
 
 from __future__ import annotations

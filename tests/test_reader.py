@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from examples import squad
-from examples.reader.model import Reader
+from examples.reader.model import load_span_model
 from examples.reader.spans import best_spans, encode, tokenizer
 
 MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
@@ -31,7 +31,7 @@ def test_split_is_by_article_and_disjoint():
 
 @pytest.mark.parametrize("layers", [6, 3])
 def test_reader_answers_evaluation_questions(layers):
-    reader = Reader.load(MODELS / f"reader_l{layers}.npz")
+    reader = load_span_model(MODELS / f"reader_l{layers}.npz")
     tok = tokenizer()
     qs = squad.questions_of("eval")[:12]
     contexts = [squad.paragraphs()[q.paragraph] for q in qs]
