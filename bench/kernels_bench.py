@@ -1,0 +1,173 @@
+"""The five kernels of ApproxMLIR's evaluation (examples/kernels), each tuned by
+`autotuner.tune` in static and dynamic mode with a small budget, then measured on
+the held-out split: the best held-out speedup over exact within <= 1 / 5 / 10 %
+QoS loss (for kernels QoS_exact = 1, so the loss is the plain difference:
+1 - RBO, or the relative L2 error).
+
+Splits: `make_inputs(n_tune, seed)` of each kernel, disjoint, eval = 5x tune.
+Timing: the calling thread's CPU time (the JIT kernels run in it), exact and
+approximate timed in the same process, their samples alternating.
+The dynamic study starts from the static front (each static configuration is a
+ladder deciding one value everywhere), then searches thresholds and decisions.
+The exact program is always available, so a level's speedup is at least 1.00x
+(a lower measurement of the best front point is noted, as timing noise).
+Usage: `python bench/kernels_bench.py [trials per mode]` (default 12).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+LEVELS = ("1", "5", "10")
+MODES = ("static", "dynamic")
+# ApproxMLIR reports its kernels at 1 / 5 / 10 % QoS loss; their figures are not
+# reproduced here (not at hand): "n/a" rather than invented numbers.
+PAPER: dict[str, dict[str, dict[str, float]] | None] = {k: None for k in ("bm25", "kb", "kmeans", "lavamd", "pagerank")}
+
+
+@dataclass
+class KernelRun:
+    name: str
+    metric: str
+    speedups: dict[str, dict[str, float]]
+    trials: int
+    tuning_seconds: float
+    wall_seconds: float
+    exact_ms: float | None
+    notes: list[str] = field(default_factory=list)
+
+
+def _dynamic_of(space, config: dict) -> dict:
+    """A static configuration as a dynamic one: each ladder deciding the same value everywhere."""
+    out = {}
+    for d in space.dims:
+        k = config[d.name]["knob_val"]
+        out[d.name] = {"thresholds": [(lo + hi) // 2 for lo, hi in d.bounds], "decisions": [k] * (len(d.bounds) + 1)} \
+            if d.dynamic else {"knob_val": k}
+    return out
+
+
+def _warm_start(program, storage: str, study_name: str, static_front) -> None:
+    """Queue, on a new dynamic study, the tuner's own seeds and then the static front
+    (a static configuration is a ladder whose decisions are all equal), so the
+    dynamic search starts from what the static one found."""
+    import optuna
+
+    from autotuner.space import SearchSpace
+
+    space = SearchSpace.from_program(program, "dynamic")
+    study = optuna.create_study(study_name=study_name, storage=storage, directions=["minimize", "maximize"])
+    for cfg in [*space.seeds(), *(_dynamic_of(space, p.knobs) for p in static_front)]:
+        study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
+
+
+def _best(result, mode: str, notes: list[str]) -> dict[str, float]:
+    out = {}
+    for level in LEVELS:
+        best = result.best_within(int(level) / 100, mode, split="eval")
+        measured = best.speedup_eval if best is not None else 1.0
+        if measured < 0.99:
+            notes.append(f"{mode} <= {level} %: the best front point measured {measured:.2f}x; exact (1.00x) kept")
+        out[level] = round(max(1.0, measured), 3)
+    return out
+
+
+def tune_kernel(name: str, trials: int, seed: int = 0, n_tune: int = 4, repeats: int = 3) -> KernelRun:
+    """Tune one kernel (static, then dynamic warm-started from the static front;
+    `trials` evaluations each) and read the held-out fronts."""
+    from autotuner import measure, tune
+    from autotuner.space import SearchSpace
+    from examples.kernels import kernel
+
+    # A held-out pass takes 0.1-0.3 s here, above the tuner's threshold for re-timing
+    # the exact program beside every configuration; on a shared machine the load
+    # drifts between the two timings otherwise (the exact point itself measured
+    # 0.74x so), hence interleaved timing for every split.
+    measure.INTERLEAVE_SECONDS = max(measure.INTERLEAVE_SECONDS, 2.0)
+    t0 = time.perf_counter()
+    mod = kernel(name)
+    tune_in, eval_in = mod.make_inputs(n_tune, seed)
+    notes = [f"embeddings: {mod.embedding_source()}"] if name == "kb" else []
+    common = dict(eval_inputs=eval_in, metric=mod.METRIC, budget=0.10, n_trials=trials, seed=seed, clock="cpu",
+                  repeats=repeats, study_name=name)
+    with tempfile.TemporaryDirectory(prefix=f"kernels-{name}-") as out:
+        storage = f"sqlite:///{Path(out) / 'study.db'}"
+        static = tune(mod.program, tune_in, mode="static", storage=storage, out_dir=out, **common)
+        results = {"static": static}
+        if any(d.dynamic for d in SearchSpace.from_program(mod.program, "dynamic").dims):
+            _warm_start(mod.program, storage, f"{name}/dynamic", static.front_of("static"))
+            results["dynamic"] = tune(mod.program, tune_in, mode="dynamic", storage=storage, out_dir=out, **common)
+    speedups = {mode: _best(r, mode, notes) for mode, r in results.items()}
+    if "dynamic" not in speedups:
+        speedups["dynamic"] = dict(speedups["static"])
+        notes.append("no decision tree: dynamic = static")
+    exact_ms = 1000 * static.exact_seconds_eval / static.n_eval if static.exact_seconds_eval else None
+    return KernelRun(name, static.qos_metric, speedups, sum(r.trials for r in results.values()),
+                     sum(r.tuning_seconds for r in results.values()), time.perf_counter() - t0, exact_ms, notes)
+
+
+def kernel_runs(trials_per_kernel: int = 12, seed: int = 0, n_tune: int = 4, log=None) -> list[KernelRun]:
+    from examples.kernels import KERNELS
+
+    runs = []
+    for name in KERNELS:
+        run = tune_kernel(name, trials_per_kernel, seed, n_tune)
+        if log is not None:
+            log(f"[kernels] {name}: {run.trials} trials, {run.wall_seconds:.0f} s, "
+                f"static {run.speedups['static']}, dynamic {run.speedups['dynamic']}")
+        runs.append(run)
+    return runs
+
+
+def run_kernels(trials_per_kernel: int = 12, seed: int = 0, n_tune: int = 4) -> dict:
+    """Per kernel {"static": {"1","5","10": speedup}, "dynamic": {...}} (held-out
+    speedup over exact within <= 1/5/10 % QoS loss); `trials_per_kernel` trials per mode."""
+    return {r.name: {m: dict(r.speedups[m]) for m in MODES}
+            for r in kernel_runs(trials_per_kernel, seed, n_tune)}
+
+
+def _paper(name: str, mode: str) -> str:
+    p = PAPER.get(name)
+    if not p or mode not in p:
+        return "n/a"
+    return " / ".join(f"{p[mode][lv]:.2f}x" for lv in LEVELS)
+
+
+def table(runs: list[KernelRun]) -> str:
+    """Markdown: held-out speedups at <= 1 / 5 / 10 % QoS loss, ours beside the paper's."""
+    lines = ["| kernel | QoS metric | exact ms / input | mode | <= 1 % | <= 5 % | <= 10 % | paper (1 / 5 / 10 %) "
+             "| trials | tuning s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        for mode in MODES:
+            s = r.speedups[mode]
+            ms = f"{r.exact_ms:.1f}" if r.exact_ms is not None and mode == "static" else ""
+            head = (r.name, r.metric, ms) if mode == "static" else ("", "", "")
+            tail = (str(r.trials), f"{r.tuning_seconds:.0f}") if mode == "static" else ("", "")
+            lines.append("| " + " | ".join([*head, mode, *(f"{s[lv]:.2f}x" for lv in LEVELS), _paper(r.name, mode),
+                                           *tail]) + " |")
+    notes = [f"- {r.name}: {n}" for r in runs for n in r.notes]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    trials = int(argv[0]) if argv else 12
+    t0 = time.perf_counter()
+    runs = kernel_runs(trials, log=lambda s: print(s, flush=True))
+    print(f"\n## Kernels: held-out speedup over exact within QoS loss ({trials} trials per mode, "
+          f"{time.perf_counter() - t0:.0f} s in all)\n")
+    print("QoS loss = QoS_exact - QoS_approx (QoS_exact = 1): 1 - RBO (p = 0.95) for rankings, "
+          "relative L2 error for numeric outputs. Speedup = exact / approximate CPU time, held-out split.\n")
+    print(table(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
