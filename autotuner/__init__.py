@@ -9,7 +9,7 @@ from __future__ import annotations
 
 _EXPORTS = {
     "tune": "autotuner.study",
-    "open_storage": "autotuner.study",
+    "open_storage": "autotuner.workers",
     "TuningResult": "autotuner.results",
     "FrontPoint": "autotuner.results",
     "TrialPoint": "autotuner.results",

@@ -147,7 +147,7 @@ def load_result(storage: str, study_name: str) -> TuningResult:
     study it ran; `study_name` may be the base name or `<base>/static|dynamic`)."""
     import optuna
 
-    from autotuner.study import open_storage
+    from autotuner.workers import open_storage
 
     store = open_storage(storage)
     names = [s.study_name for s in optuna.get_all_study_summaries(store, include_best_trial=False)]

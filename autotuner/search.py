@@ -312,9 +312,9 @@ class Stopper:
     def __init__(self, n_trials: int, space_size: int | None, max_total: int):
         self.n_trials, self.space_size, self.max_total = n_trials, space_size, max_total
 
-    def done(self, study: optuna.Study, running_self: int = 0) -> bool:
+    def done(self, study: optuna.Study) -> bool:
         c = counts(study)
-        if c["evaluated"] + c["running"] - running_self >= self.n_trials or c["total"] >= self.max_total:
+        if c["evaluated"] + c["running"] >= self.n_trials or c["total"] >= self.max_total:
             return True
         return self.space_size is not None and c["evaluated"] >= self.space_size
 

@@ -12,20 +12,12 @@ running trials end as interrupted, finished ones stay.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import math
-import multiprocessing as mp
-import pickle
 import re
-import sqlite3
 import sys
 import time
-import warnings
-from collections import OrderedDict
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import optuna
 from optuna.trial import TrialState
@@ -37,168 +29,9 @@ from autotuner.measure import Measurer, split_inputs
 from autotuner.program import MlirProgram
 from autotuner.results import RESULT_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
+from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
 
 WHERE = "<approx-tune>"
-
-
-def _sqlite_connect(path: str) -> sqlite3.Connection:
-    con = sqlite3.connect(path, timeout=120, check_same_thread=False)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=NORMAL")
-    return con
-
-
-_STORAGES: dict[str, optuna.storages.RDBStorage] = {}
-
-
-def open_storage(url: str) -> optuna.storages.RDBStorage:
-    """An Optuna RDB storage (one per URL and process); SQLite waits on a locked
-    file instead of failing."""
-    if url not in _STORAGES:
-        _STORAGES[url] = _open_storage(url)
-    return _STORAGES[url]
-
-
-def _open_storage(url: str) -> optuna.storages.RDBStorage:
-    engine_url, kwargs, extra = url, {}, {}
-    if url.startswith("sqlite:///") and url[10:] not in ("", ":memory:"):
-        # WAL + synchronous=NORMAL: a commit survives a killed process without an fsync
-        # (10 ms each here); the busy timeout makes workers wait for a locked file.
-        kwargs["creator"] = functools.partial(_sqlite_connect, url[10:])
-    elif not url.startswith("sqlite"):
-        kwargs["pool_pre_ping"] = True
-        extra = {"heartbeat_interval": 10, "grace_period": 60}  # a dead worker's trial ends as interrupted
-        if url.startswith("postgresql"):
-            kwargs["connect_args"] = {"connect_timeout": 10}
-            if url.startswith("postgresql://") and importlib.util.find_spec("psycopg") is None:
-                engine_url = "postgresql+psycopg2://" + url[13:]  # SQLAlchemy 2.1 defaults to psycopg 3
-    for attempt in range(3):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(engine_url, engine_kwargs=kwargs, **extra)
-        except Exception as err:
-            msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            # workers starting together on a new database race to create Optuna's tables
-            if attempt < 2 and ("already exists" in msg or "duplicate key" in msg or "UniqueViolation" in msg):
-                time.sleep(1.0 + attempt)
-                continue
-            raise ApproxError(f"cannot open the study storage: {msg}", where=_safe_url(url)) from None
-    raise AssertionError("unreachable")
-
-
-@dataclass
-class Job:
-    """What one worker process needs (picklable, for --jobs)."""
-
-    program: Any
-    inputs: list
-    references: list | None
-    metric: Any
-    repeats: int
-    money: Callable | None
-    objective: str
-    storage: str
-    study_name: str
-    space: SearchSpace
-    budget: float
-    slice_n: int | None
-    n_trials: int
-    sampler: str
-    seed: int
-    clock: str = "wall"
-
-
-def _measurer(job: Job) -> Measurer:
-    return Measurer(job.program, job.inputs, job.references, job.metric, job.repeats, job.money, job.objective,
-                    clock=job.clock)
-
-
-_BUILT: OrderedDict[tuple, Callable] = OrderedDict()
-
-
-def build(program, config: dict) -> Callable:
-    """`program.build(config)`, remembered (the slice and the full split, a resumed
-    study and the held-out evaluation use one build; the pipeline costs ~0.1 s)."""
-    key = (getattr(program, "text", None) or id(program), getattr(program, "entry", ""), search.config_key(config))
-    if key not in _BUILT:
-        _BUILT[key] = program.build(config)
-        while len(_BUILT) > 128:
-            _BUILT.popitem(last=False)
-    _BUILT.move_to_end(key)
-    return _BUILT[key]
-
-
-def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
-    """One worker: trials in this process until the study is done."""
-    job = replace(job, program=as_program(job.program))
-    m = measurer or _measurer(job)
-    study = optuna.load_study(study_name=job.study_name, storage=open_storage(job.storage),
-                              sampler=search.TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
-
-    def evaluate(config, n=None):
-        return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)
-
-    objective = search.Objective(job.space, evaluate, job.budget, job.slice_n)
-    search.optimize(study, objective, job.n_trials, job.space.size(), callbacks)
-
-
-def _worker_main(job: Job, errors) -> None:
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    try:
-        run_job(job)
-    except KeyboardInterrupt:
-        pass
-    except ApproxError as err:
-        errors.put(err.line())
-    except Exception as err:  # a bug: one line for the parent to report
-        errors.put(f"error: internal error in a worker: {type(err).__name__}: {err}")
-
-
-def _progress_line(study, job: Job, mode: str) -> str:
-    c = search.counts(study)
-    fr = search.front(search.records(study), job.budget)
-    best = max((r.speedup for r in fr), default=float("nan"))
-    return (f"[approx-tune {mode}] trials {c['evaluated']}/{job.n_trials} (pruned {c['pruned']}, "
-            f"failed {c['failed']}, running {c['running']}) | front {len(fr)} | "
-            f"best speedup within budget {best:.2f}x")
-
-
-def _run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer: Measurer) -> None:
-    def show(study_, *_):
-        sys.stderr.write("\r" + _progress_line(study_, job, mode) + "\033[K")
-        sys.stderr.flush()
-
-    if jobs == 1:
-        run_job(replace(job, program=measurer.program), measurer, callbacks=[show] if progress else ())
-        return
-    try:
-        pickle.dumps(job)
-    except Exception as err:
-        raise ApproxError(f"--jobs {jobs} runs worker processes, which need a picklable program, inputs and "
-                          f"metric (module-level functions, not lambdas): {type(err).__name__}: {err}",
-                          where=WHERE) from None
-    ctx = mp.get_context("spawn")  # not fork: the JIT and SQLAlchemy state must not be shared
-    errors = ctx.Queue()
-    procs = [ctx.Process(target=_worker_main, args=(job, errors), name=f"approx-tune-worker-{i}")
-             for i in range(jobs)]
-    try:
-        for p in procs:
-            p.start()
-        while any(p.is_alive() for p in procs):
-            time.sleep(0.5)
-            if progress:
-                show(study)
-    except KeyboardInterrupt:
-        for p in procs:  # they got the SIGINT too: let them end their trials as interrupted
-            p.join(timeout=30)
-            if p.is_alive():
-                p.terminate()
-        raise
-    for p in procs:
-        p.join()
-    if not errors.empty():
-        raise ApproxError(errors.get().removeprefix("error: "), where=None)
 
 
 def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
@@ -229,8 +62,8 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool) -> optuna.Study:
     elif stale:
         optuna.storages.fail_stale_trials(study)
     if search.enqueue_seeds(study, job.space) == 0:
-        waiting = {search.config_key(t.params) for t in study.get_trials(deepcopy=False)
-                   if t.state in (TrialState.WAITING, TrialState.COMPLETE)}
+        waiting = {search.config_key(t.system_attrs.get("fixed_params") or t.params)
+                   for t in study.get_trials(deepcopy=False) if t.state in (TrialState.WAITING, TrialState.COMPLETE)}
         for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
             fixed = t.system_attrs.get("fixed_params")
             if search.interrupted(t) and fixed and search.config_key(fixed) not in waiting:
@@ -308,8 +141,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     `program`: a Program, a decorated function or a spec (`file.mlir:entry`);
     `inputs`: argument tuples (or single arguments); `references`: ground truth per
     input or None. `n_trials` evaluations per mode (the total, on a resume).
-    `clock="auto"` times CPU seconds for an MlirProgram (a JIT kernel running in
-    this thread) and wall seconds for anything else.
+    `clock="auto"` times CPU seconds for JIT kernels running in this thread (an
+    MlirProgram, a decorated function lowered as a kernel) and wall seconds for
+    anything else.
     See the module docstrings of `autotuner.measure` and `autotuner.search`."""
     _check(budget, n_trials, jobs, mode, stage_fraction)
     spec = program if isinstance(program, str) else None
@@ -333,7 +167,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         storage = f"sqlite:///{(out / 'study.db').resolve()}"
     base = study_name or _safe_name(program.name)
     if clock == "auto":
-        clock = "cpu" if isinstance(program, MlirProgram) else "wall"
+        in_thread = isinstance(program, MlirProgram) or getattr(program, "kind", None) == "kernel"
+        clock = "cpu" if in_thread else "wall"
     tune_m = Measurer(program, tune_in, tune_ref, metric, repeats, money, objective, clock=clock)  # exact must run
     n_slice = math.ceil(stage_fraction * len(tune_in))
     slice_n = n_slice if stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
@@ -346,12 +181,12 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         study = _prepare_study(job, _settings(job, m, len(eval_in), tune_m.metric.name), storage.startswith("sqlite"))
         t0 = time.perf_counter()
         try:
-            _run_workers(job, jobs, study, m, progress, tune_m)
+            run_workers(job, jobs, study, m, progress, tune_m)
         finally:
             study.set_user_attr("tuning_seconds",
                                 study.user_attrs.get("tuning_seconds", 0.0) + time.perf_counter() - t0)
             if progress:
-                sys.stderr.write("\r" + _progress_line(study, job, m) + "\033[K\n")
+                sys.stderr.write("\r" + progress_line(study, job, m) + "\033[K\n")
         studies[m], names[m] = study, job.study_name
         total_seconds += study.user_attrs["tuning_seconds"]
 

@@ -13,10 +13,12 @@ from bench import pipeline_bench  # noqa: E402
 from bench import transform_precision  # noqa: E402
 from bench import transform_memo_param  # noqa: E402
 from bench import transform_loops  # noqa: E402
+from bench import tuning_bench  # noqa: E402
 from bench import retrieval_bench  # noqa: E402
 from bench import frontend_bench  # noqa: E402
 from bench import torch_bench  # noqa: E402
 from bench import llm_tools_bench  # noqa: E402
+from bench import kernels_bench  # noqa: E402
 
 
 def main() -> int:
@@ -25,10 +27,12 @@ def main() -> int:
     transform_precision.main()
     transform_memo_param.main()
     transform_loops.main()
+    tuning_bench.main()
     retrieval_bench.main()
     frontend_bench.main()
     torch_bench.main()
     llm_tools_bench.main()
+    kernels_bench.main([])
     return 0
 
 

@@ -66,6 +66,11 @@ def test_report_writes_the_folder(capsys, tuned, tmp_path):
     code, text, err = run(capsys, "report", "--out", out, "--to", tmp_path / "rep")
     assert code == 0, err
     assert (tmp_path / "rep" / "index.html").exists() and (tmp_path / "rep" / "front.json").exists()
+    # the same result, read back from the study storage instead of result.json
+    code, _, err = run(capsys, "report", "--storage", f"sqlite:///{out / 'study.db'}",
+                       "--study-name", "adaptive_sum.mlir:mean", "--to", tmp_path / "rep2")
+    assert code == 0, err
+    assert (tmp_path / "rep2" / "front.json").read_text() == (tmp_path / "rep" / "front.json").read_text()
 
 
 @pytest.mark.parametrize("argv, message", [
