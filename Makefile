@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench fuzz clean
 
 install: $(STAMP)
 
@@ -25,6 +25,10 @@ test: install
 
 bench: install
 	$(PY) bench/run_all.py
+
+# approx-opt on 10,000 fuzzed inputs (docs/reliability.md); `make test` runs a few hundred.
+fuzz: install
+	$(PY) bench/fuzz.py --inputs 10000 --kernels 300
 
 clean:
 	rm -rf $(VENV) *.egg-info build .pytest_cache tests/filecheck/Output

@@ -80,8 +80,11 @@ class LocatingParser(Parser):
             op = super().parse_operation()
         except VerifyException as err:  # xDSL checks some attributes while parsing (an integer outside its type)
             raise ParseError(first, _first_line(err)) from None
-        except (OverflowError, ValueError) as err:  # e.g. a hex float literal too wide for its type
+        except OverflowError as err:  # e.g. a hex float literal too wide for its type
             raise ParseError(first, f"number out of range in this op: {_first_line(err)}") from None
+        except (ValueError, IndexError, KeyError, TypeError, AttributeError) as err:
+            # xDSL's custom op parsers (linalg, ...) fail this way on malformed text
+            raise ParseError(first, f"cannot parse this op: {type(err).__name__}: {_first_line(err)}") from None
         if isinstance(op.location, UnknownLoc):
             line = bisect_right(self._line_starts, start)
             col = start - self._line_starts[line - 1] + 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.config import knob_specs, load_config
@@ -112,8 +113,15 @@ def write_output(path: str, text: str) -> None:
         raise ApproxError(f"cannot write output: {err.strerror}", where=path) from None
 
 
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings (Python's own, e.g. a SyntaxWarning in a --from-python module) as one
+    `FILE:LINE: warning: ...` line each, in the style of the error line."""
+    return f"{filename}:{lineno}: warning: {category.__name__}: {(str(message).strip().splitlines() or [''])[0]}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
+    warnings.formatwarning = one_line_warning
     try:
         write_output(args.output, process(args))
         return 0

@@ -45,15 +45,16 @@ def knob_const(emit: Emitter, k: int, t: Attribute) -> SSAValue:
 
 
 def scaled_step(emit: Emitter, loop: scf.ForOp, k: int) -> SSAValue:
-    """step * k without wrapping around. A step known to be small times k stays one
-    multiplication; otherwise the factor is min(k, max(n, 1)) (n the trip count):
-    the same iterations (only lb once k >= n), and a product no larger than
-    ub - lb + step, where the exact loop's own last increment lands. (A wrapped,
-    negative step would run iterations outside [lb, ub).)"""
+    """step * k for a perforated loop, such that the induction variable does not wrap
+    around (a wrapped, negative value would run iterations outside [lb, ub)). The
+    factor is min(k, max(n, 1)) (n the trip count): the same iterations (only lb once
+    k >= n), and then lb + step * factor stays below ub + step, as in the exact loop.
+    A 64-bit loop with a small constant step keeps the plain product (its induction
+    variable would wrap only with bounds within 2^32 of 2^63)."""
     t = loop.step.type
     owner = loop.step.owner
     step = owner.value.value.data if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr) else 0
-    if 0 < step and step * k <= type_max(t):
+    if type_max(t) >= 2**63 - 1 and 0 < step and step * k <= 2**32:
         return emit(arith.MuliOp(loop.step, emit.const(k, t)))
     n = trip_count(emit, loop)
     factor = emit(arith.MinSIOp(knob_const(emit, k, t), emit(arith.MaxSIOp(n, emit.const(1, t)))))

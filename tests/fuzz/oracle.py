@@ -1,0 +1,160 @@
+"""Run one fuzz `Case` through approx-opt and judge the outcome.
+
+The contract (issue 7): every input ends in output with exit code 0, or in ONE
+clear error line with exit code 1: no traceback, no `internal error` (a bug of
+ours caught by the last-resort handler), no hang over 5 s, no crash of the
+interpreter. `run_in_process` calls `approx_opt.main.main()` (fast, an alarm
+stops a hang); `run_in_subprocess` runs the real command (exit code, stderr,
+crashes, and the upstream-MLIR fast path for large inputs)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.fuzz.corpus import ROOT
+from tests.fuzz.inputs import Case
+
+HANG_SECONDS = 5.0
+WARNING = re.compile(r":\d+: warning: ")
+STARTUP_SECONDS = 20.0  # interpreter and imports of a command, not counted
+
+
+@dataclass
+class Outcome:
+    rc: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    problem: str | None = None  # why this is a finding; None when the contract holds
+
+    @property
+    def signature(self) -> str:
+        """The problem with file names and numbers blanked: findings that are one bug group together."""
+        text = re.sub(r"\S*/tmp\w*/\S*", "<file>", self.problem or "")
+        return re.sub(r"\d+", "N", text)[:140]
+
+    @property
+    def verdict(self) -> str:
+        return "finding" if self.problem else ("output" if self.rc == 0 else "error")
+
+
+def judge(rc: int | None, stdout: str, stderr: str, seconds: float, hung: bool = False) -> Outcome:
+    out = Outcome(rc, stdout, stderr, seconds)
+    # One-line warnings about the user's input (`FILE:LINE: warning: ...`) may come before the error.
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and not WARNING.search(ln)]
+    if hung or seconds > HANG_SECONDS:
+        out.problem = f"hang: no answer after {seconds:.1f} s"
+    elif rc is None or rc < 0 or rc > 1:
+        out.problem = f"exit code {rc}" + (f" (signal {-rc})" if rc is not None and rc < 0 else "")
+    elif "Traceback" in stderr:
+        out.problem = "traceback on stderr"
+    elif "internal error" in stderr:
+        out.problem = "internal error: " + (lines[0] if lines else "")
+    elif rc == 1 and len(lines) != 1:
+        out.problem = f"{len(lines)} lines on stderr for one error"
+    elif rc == 1 and "error:" not in lines[0]:
+        out.problem = f"error line without 'error:': {lines[0][:200]}"
+    elif rc == 0 and lines:
+        out.problem = f"exit 0 with stderr: {lines[0][:200]}"
+    return out
+
+
+def _write_inputs(case: Case, workdir: Path) -> list[str]:
+    """Write the case's files into `workdir`; the approx-opt arguments for it."""
+    if case.python:  # a module of its own name (imported by approx-opt from `workdir`)
+        module = "fuzzpy_" + hashlib.sha1(case.data + str(workdir).encode()).hexdigest()[:16]
+        (workdir / f"{module}.py").write_bytes(case.data)
+        argv = ["--from-python", f"{module}:f"]
+    else:
+        src = workdir / "input.mlir"
+        src.write_bytes(case.data)
+        argv = [str(src)]
+    if case.passes:
+        argv.append(f"--passes={case.passes}")
+    if case.config is not None:
+        cfg = workdir / "config.json"
+        cfg.write_text(case.config, encoding="utf-8", errors="surrogatepass")
+        argv += ["--apply-config", str(cfg)]
+    return argv + list(case.flags)
+
+
+class _Hang(BaseException):
+    """Raised by the alarm; a BaseException so `main()`'s last-resort handler lets it through."""
+
+
+def _alarm(signum, frame):
+    raise _Hang()
+
+
+def run_in_process(case: Case, workdir: Path | None = None) -> Outcome:
+    """`main()` in this interpreter (SystemExit caught; an alarm stops a hang at 6 s)."""
+    from approx_opt.main import main
+
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        argv = _write_inputs(case, Path(tmp))
+        sys.path.insert(0, tmp)
+        out, err = io.StringIO(), io.StringIO()
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS + 1)
+        start = time.perf_counter()
+        hung = False
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    rc = main(argv)
+                except SystemExit as e:  # argparse
+                    rc = e.code if isinstance(e.code, int) else 1
+                except _Hang:
+                    rc, hung = None, True
+                except BaseException as e:  # noqa: BLE001 -- escaped main(): a finding
+                    rc = None
+                    err.write(f"Traceback (escaped main): {type(e).__name__}: {e}\n")
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+            sys.path.remove(tmp)
+            for name in [m for m in sys.modules if m.startswith("fuzzpy_")]:
+                del sys.modules[name]
+        return judge(rc, out.getvalue(), err.getvalue(), time.perf_counter() - start, hung)
+
+
+def run_in_subprocess(case: Case, workdir: Path | None = None, timeout: float = HANG_SECONDS) -> Outcome:
+    """The real `approx-opt` command: exit code, stderr, crashes; killed after `timeout` s
+    of work (interpreter start-up and imports, ~1 s, are not counted)."""
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        argv = _write_inputs(case, Path(tmp))
+        probe = Path(tmp) / "started"
+        # Time the work, not the imports: the child touches `probe` once it is ready.
+        code = ("import sys, pathlib; from approx_opt.main import main; "
+                f"pathlib.Path({str(probe)!r}).touch(); sys.exit(main(sys.argv[1:]))")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), tmp])}
+        proc = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=ROOT, env=env)
+        start = time.time()
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout + STARTUP_SECONDS)
+            hung = False
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            hung = True
+        began = probe.stat().st_mtime if probe.exists() else start
+        return judge(None if hung else proc.returncode, stdout.decode("utf-8", "replace"),
+                     stderr.decode("utf-8", "replace"), time.time() - began, hung)
+
+
+if __name__ == "__main__":  # `python -m tests.fuzz.oracle FILE [PASSES]`: judge one file by hand
+    data = Path(sys.argv[1]).read_bytes()
+    o = run_in_subprocess(Case("manual", data, sys.argv[2] if len(sys.argv) > 2 else "approx-pipeline"))
+    print(o.verdict, o.rc, f"{o.seconds:.2f}s", o.problem or "", o.stderr.strip()[:500], sep="\n")
