@@ -1,0 +1,109 @@
+"""The LLM + tools system (examples/systems/tools_agent.py) on real BFCL items with
+the trained readers: its exact calls on fixed items (and their AST-check
+results) stay the same, knob 0 is the undecorated agent, the decision per input
+sends exactly the inputs below its threshold to the cheap path, the split is
+disjoint, and a tiny tuning run gives a front."""
+
+from __future__ import annotations
+
+import pytest
+
+from examples.systems.tools_agent import ToolsAgentProgram, cheap_tools_agent, string_load, tools_agent
+from examples.systems.tools_data import DEV_FRACTION, ast_match, dev_items, query_of, split
+from examples.systems.tools_text import analyse
+from frontends.components.tools import load_bfcl
+from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
+
+# (item id, the exact agent's calls, BFCL AST check) as the agent produced them
+EXPECTED = [
+    ("simple_python_0", [{"calculate_triangle_area": {"base": 10, "height": 5}}], True),
+    ("simple_python_4", [{"solve_quadratic_equation": {"a": 2, "b": 6, "c": 5}}], True),
+    ("simple_python_13", [{"calculate_area_under_curve": {"function": "x=3", "interval": [1.0]}}], False),
+    ("multiple_0", [{"triangle_properties.get": {"side1": 3, "side2": 4, "side3": 5}}], False),
+    ("parallel_0", [{"spotify.play": {"artist": "Taylor Swift", "duration": 20}},
+                    {"spotify.play": {"artist": "Maroon 5", "duration": 15}}], True),
+    ("parallel_1", [{"calculate_em_force": {"b_field": 5, "area": 2, "d_time": 10}},
+                    {"calculate_em_force": {"b_field": 5, "area": 2, "d_time": 4}}], True),
+]
+
+
+def item(item_id: str):
+    category = item_id.rsplit("_", 1)[0]
+    return next(i for i in load_bfcl(category) if i.id == item_id)
+
+
+@pytest.fixture(scope="module")
+def program():
+    return ToolsAgentProgram()
+
+
+def test_exact_calls_on_fixed_items(program):
+    exact = program.exact()
+    for item_id, calls, ok in EXPECTED:
+        it = item(item_id)
+        got = exact(query_of(it))
+        assert (item_id, got) == (item_id, calls)
+        assert bool(it.check(got)) is ok, it.check(got).error
+
+
+def test_knob_zero_is_the_undecorated_agent(program):
+    items = [i for c in ("simple_python", "multiple", "parallel") for i in dev_items(c)[1:4]]
+    exact, annotated = program.exact(), program.build({})
+    plain = program.agent.configure({})
+    for it in items:
+        q = query_of(it)
+        assert exact(q) == annotated(q) == tools_agent.python(q, plain), it.id
+
+
+def test_decision_picks_the_path_by_state(program):
+    config = {"tools_agent": {"thresholds": [1, 20], "decisions": [1, 0, 1]}}
+    dynamic, exact = program.build(config), program.exact()
+    states = []
+    for it in [i for c in ("simple_python", "multiple") for i in dev_items(c)[:8]]:
+        q = query_of(it)
+        state = string_load(q, program.agent)
+        states.append(state)
+        want = exact(q) if 1 <= state < 20 else cheap_tools_agent(q, program.agent)
+        assert dynamic(q) == want, it.id
+    assert 0 in states and any(1 <= s < 20 for s in states) and max(states) >= 20  # all three ranges
+
+
+def test_knobs_and_configuration_errors(program):
+    names = [s.name for s in program.knobs()]
+    assert names == ["tools_agent", "tools.triage", "answer.model", "answer.precision", "filler.reader"]
+    assert program.knobs()[0].kind == "ladder"
+    from approx_dialect.diagnostics import ApproxError
+
+    with pytest.raises(ApproxError, match="unknown knob 'tools.skip'"):
+        program.build({"tools.skip": {"knob_val": 1}})
+
+
+def test_split_is_disjoint_stratified_and_outside_the_development_items():
+    tune, evaluation = split(20, seed=3)
+    assert len(tune) == 20 and len(evaluation) == 100
+    assert not {i.id for i in tune} & {i.id for i in evaluation}
+    dev = {i.id for c in ("simple_python", "multiple", "parallel") for i in dev_items(c)}
+    assert not dev & {i.id for i in tune + evaluation}
+    assert {i.category for i in tune} == {"simple_python", "multiple", "parallel"}
+    assert [i.id for i in split(20, seed=3)[0]] == [i.id for i in tune]  # seeded
+    assert DEV_FRACTION == 0.3
+
+
+def test_query_analysis_numbers_and_spans():
+    info = analyse("Calculate a loan of $400,000 at 4% for 15, 20 and 30 years in New York City.")
+    assert [(n.value, n.percent) for n in info.numbers] == [(400000.0, False), (4.0, True), (15.0, False),
+                                                           (20.0, False), (30.0, False)]
+    assert "New York City" in [s.text for s in info.spans]
+
+
+def test_tiny_tuning_run(program, tmp_path):
+    from autotuner import TuningResult, tune
+
+    tune_items, eval_items = split(3, seed=0)
+    result = tune(program, [query_of(i) for i in tune_items], tune_items, metric=ast_match, budget=0.09,
+                  n_trials=2, mode="both", seed=0, out_dir=tmp_path, repeats=1, clock="cpu",
+                  eval_inputs=[query_of(i) for i in eval_items], eval_references=eval_items)
+    assert isinstance(result, TuningResult)
+    assert result.trials >= 2 and result.front
+    assert {p.mode for p in result.front} <= {"static", "dynamic"}
+    assert all(p.qos_loss_eval is not None for p in result.front)
