@@ -17,14 +17,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# RAG-BM25 end to end: compile, tune, evaluate held out, report under reports/ (examples/demo.py; the
+# compiler-only demo is `$(PY) -m approx_opt.demo`)
 demo: install
-	$(PY) -m approx_opt.demo
+	$(PY) -m examples.demo
 
 test: install
 	$(PY) -m pytest -q
 
+# micro-benchmarks, then issue 6's systems and kernels -> bench/results.md and bench/results.json
 bench: install
 	$(PY) bench/run_all.py
+	$(PY) bench/results.py
 
 # approx-opt on 10,000 fuzzed inputs (docs/reliability.md); `make test` runs a few hundred.
 fuzz: install

@@ -1,0 +1,130 @@
+"""The two RAG systems (examples/systems): fixed exact answers (deterministic, torch
+on one thread), knob 0 = the undecorated pipeline, the per-question decision
+routing to the variant its state selects, the QoS metric, and a tiny tuning run of
+each system. RAG-BM25 runs over all 2,067 paragraphs; RAG-dense over 30 of them
+(every 69th: embedding the whole corpus takes minutes, the bench does it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from approx_dialect.diagnostics import ApproxError
+from autotuner.results import TuningResult
+from examples import squad
+from examples.systems import common, rag_bm25, rag_dense
+
+STEP = 69
+BM25_FIXED = {  # the first questions of the evaluation articles -> the exact program's answers
+    "What is Southern California often abbreviated as?": "SoCal",
+    'Despite being traditionall described as "eight counties", how many counties does this region actually '
+    "have?": "5 million",
+    "What is a major importance of Southern California in relation to California and the United States?":
+        "economic center",
+}
+DENSE_FIXED = {  # evaluation questions about three of the 30 paragraphs
+    "What Revolutionary War midnight rider was a Huguenot descendant?": "Paul Revere",
+    "What was the first spacecraft to orbit another celestial body?": "Apollo 8",
+    "In which case was it held that the provisions of the treaties are directly effective if they are clear, "
+    "unconditional, and don't require further action by EU or national authorities?": "Court of Justice",
+}
+
+
+@pytest.fixture(scope="module")
+def bm25():
+    return rag_bm25.system()
+
+
+@pytest.fixture(scope="module")
+def dense():
+    return rag_dense.system(squad.paragraphs()[::STEP])
+
+
+@pytest.fixture(scope="module", params=["bm25", "dense"])
+def system(request, bm25, dense):
+    return {"bm25": (bm25, BM25_FIXED), "dense": (dense, DENSE_FIXED)}[request.param]
+
+
+def test_exact_answers_are_fixed_and_deterministic(system):
+    program, fixed = system
+    exact = program.exact()
+    assert {q: exact(q) for q in fixed} == fixed
+    assert {q: program.exact()(q) for q in fixed} == fixed  # a second build answers the same
+    assert all(program.exact_answers[q] == a for q, a in fixed.items())
+
+
+def test_knob_zero_is_the_undecorated_pipeline(system):
+    program, fixed = system
+    run = program.exact()
+    plain = program.pipeline.python
+    for q in fixed:
+        assert run(q) == plain(q, run.search, program.read.python, run.corpus, run.reader, run.fast)
+
+
+def test_decision_picks_the_variant_of_each_question(bm25):
+    """read's ladder: state >= 500 -> variant 1 (top passage), state >= 1500 -> variant 3 (fast, top)."""
+    config = {"read": {"thresholds": [500, 1500], "decisions": [0, 1, 3]}}
+    run = bm25.build(config)
+    variants = {0: bm25.read.python, 1: common.read_top, 3: common.read_fast_top}
+    seen = set()
+    for q in [q.question for q in squad.questions_of("eval")[:12]]:
+        hits = run.search(q)
+        state = rag_bm25.bm25_margin(hits)
+        k = 0 if state < 500 else 1 if state < 1500 else 3
+        seen.add(k)
+        passages = [run.corpus[i] for i in hits.ids]
+        assert run(q) == variants[k](q, hits, passages, run.reader, run.fast)
+    assert len(seen) >= 2  # the questions do take different variants
+
+
+def test_every_component_has_knobs(bm25, dense):
+    names = {s.name for s in bm25.knobs()}
+    assert {"preprocess", "bm25_terms", "bm25_docs", "bm25", "read", "answer.model", "answer.passages",
+            "answer.context_chars", "answer.precision", "answer.max_new_tokens"} <= names
+    dnames = {s.name for s in dense.knobs()}
+    assert {"query.layers", "query.precision", "dense_dot", "dense_dot#2", "dense_docs", "dense", "read"} <= dnames
+    assert next(s for s in bm25.knobs() if s.name == "read").kind == "ladder"
+
+
+def test_approximate_configuration_and_errors(dense):
+    run = dense.build({"query.precision": {"knob_val": 1}, "answer.precision": {"knob_val": 1},
+                       "read": {"knob_val": 3}})
+    q = next(iter(DENSE_FIXED))
+    assert isinstance(run(q), str) and run(q) == run(q)
+    with pytest.raises(ApproxError, match="unknown knob 'nope'"):
+        dense.build({"nope": {"knob_val": 1}})
+    with pytest.raises(ApproxError, match="answer.passages"):
+        dense.build({"answer.passages": {"knob_val": 9}})
+
+
+def test_time_budget_stops_new_configurations_only(bm25):
+    bm25.deadline = 0.0
+    try:
+        with pytest.raises(common.TimeUp):
+            bm25.build({"answer.precision": {"knob_val": 1}})
+        assert bm25.build(common.exact_config(bm25))  # the exact program still builds
+    finally:
+        bm25.deadline = None
+
+
+def test_answer_containment_metric():
+    m = common.answer_containment
+    assert m("the SoCal region", ("SoCal", "Southern California")) == 1.0
+    assert m("Los Angeles", ("SoCal",)) == 0.0
+    assert m("Paul Revere, a silversmith", "Paul Revere") == 1.0  # reference: the exact program's answer
+    assert m("", "") == 1.0 and m("x", "") == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["rag_bm25", "rag_dense"])
+def test_tiny_tuning_run(name, bm25, dense, tmp_path):
+    from examples.systems.tuning import tune_system
+
+    program = bm25 if name == "rag_bm25" else dense
+    run = tune_system(name, n_tune=3, trials=2, seconds=None, out_dir=tmp_path, evaluate=False, report=False,
+                      program=program)
+    r = run.result
+    assert isinstance(r, TuningResult) and r.n_tune == 3
+    assert r.trials >= 3 and run.trials_per_mode["static"] == 2
+    assert any(p.mode == "static" for p in r.front) and any(p.mode == "dynamic" for p in r.front)
+    assert all(p.qos_loss_tune <= r.budget for p in r.front)
+    assert (tmp_path / "result.json").is_file()
