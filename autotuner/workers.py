@@ -157,6 +157,16 @@ def progress_line(study, job: Job, mode: str) -> str:
             f"best speedup within budget {best:.2f}x")
 
 
+def _end_running_trials_as_interrupted(study, job: Job) -> None:
+    """A worker stopped between creating a trial and ending it leaves it RUNNING;
+    on SQLite (one run per file) nothing else can be running it, so end it as
+    interrupted (FAIL without an `error`), as a resume would."""
+    if not str(job.storage).startswith("sqlite"):
+        return  # workers on other machines may still be running trials of this study
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+
+
 def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer: Measurer) -> None:
     def show(study_, *_):
         sys.stderr.write("\r" + progress_line(study_, job, mode) + "\033[K")
@@ -187,6 +197,7 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
             p.join(timeout=30)
             if p.is_alive():
                 p.terminate()
+        _end_running_trials_as_interrupted(study, job)
         raise
     for p in procs:
         p.join()
