@@ -134,8 +134,6 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     front; `trials` evaluations each, or what `seconds` allows, half per mode) and
     evaluate both fronts on 5 x n_tune held-out items: the row of bench/results.json.
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
-    import shutil
-
     from autotuner import tune
     from examples.systems.common import TimeUp, one_thread
 
@@ -145,8 +143,9 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     program = ToolsAgentProgram()
     tune_in, eval_in = [query_of(i) for i in tune_items], [query_of(i) for i in eval_items]
     out = Path(out_dir or os.environ.get("APPROX_TOOLS_OUT") or tempfile.mkdtemp(prefix="tools_agent_"))
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in [*out.glob("study.db*"), out / "result.json"]:  # a fresh study (ours only: the folder may hold more)
+        old.unlink(missing_ok=True)
     storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(LEVELS) / 100
     common = dict(metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed, storage=storage, study_name="tools",
                   out_dir=out, eval_inputs=eval_in, eval_references=eval_items, repeats=REPEATS, clock="cpu")
@@ -174,7 +173,11 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
            "qos_exact": sum(ast_match(o, i) for o, i in zip(outputs, eval_items)) / len(eval_items),
            "qos_exact_by_category": accuracy_by_category(eval_items, outputs),
            "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": dict(zip(("static", "dynamic"), done)),
-           "wall_seconds": time.perf_counter() - start, "result": str(out / "result.json")}
+           "result": str(out / "result.json")}
+    from autotuner.report import write_report
+
+    row["report"] = str(write_report(result, out))
+    row["wall_seconds"] = time.perf_counter() - start
     return row
 
 
