@@ -1,11 +1,13 @@
 """Tune a RAG system end to end: static search, dynamic search started from the
 static front, held-out evaluation of both fronts, the report.
 
-- QoS while tuning: agreement with the exact program (is the exact answer contained
-  in the approximate one?), so every tuning question counts and a loss is never
-  negative (with 16-24 tuning questions, gold-answer QoS rewards configurations
-  that are lucky on them: a -25 % loss on tuning became +18 % on evaluation). The
-  held-out evaluation uses the gold answers: the paper's QoS.
+- QoS while tuning: agreement with the exact program (SQuAD token F1 between the
+  approximate and the exact answer, `common.answer_qos`), so every tuning question
+  counts and a loss is never negative (with 16-24 tuning questions, gold-answer QoS
+  rewards configurations that are lucky on them: a -25 % loss on tuning became +18 %
+  on evaluation; a pass/fail agreement ties configurations that change answers a
+  little with those that change none). The held-out evaluation uses the gold
+  answers: answer containment, the paper's QoS.
 - Knobs of retrieval stages that take under 2 % of the exact program's time are
   fixed at exact (measured first: BM25 scoring, the dense kernel): they cannot pay.
 - Three `autotuner.tune` calls on one SQLite study file (re-running resumes, as
@@ -196,7 +198,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     answers = program.exact_answers
     qos_exact = sum(METRIC.fn(answers[q], a) for q, a in zip(eval_q, eval_a)) / len(eval_q) if evaluate else None
     result.notes += [
-        "QoS: tuning compares each answer with the exact program's answer (answer containment, every question "
+        "QoS: tuning compares each answer with the exact program's answer (SQuAD token F1, every question "
         "counts); the held-out evaluation with the gold answers (answer containment, the paper's QoS)",
         "fixed at exact (their retrieval stage takes under 2 % of the exact program's time): "
         + (", ".join(f"{k} ({100 * v:.2f} %)" for k, v in negligible.items()) or "none")]
