@@ -20,7 +20,8 @@ from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.lexer import Token
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from approx_dialect import Approx, upstream_import
 from approx_dialect.pyobj import PyObj
@@ -52,6 +53,26 @@ _DIALECTS = (
 # exponentially on an unterminated string (40 characters after a lone `"` take
 # minutes). The same language, matched possessively (no backtracking):
 MLIRLexer._unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+
+# xDSL 0.74 prints every non-ASCII character of a string as `\XX` bytes, but lexes
+# an escaped literal as a bytes literal unless its bytes are ASCII, so "é" did not
+# read back as a string (a Python string constant or a symbol name with "é" failed
+# to verify). As in upstream MLIR: bytes that are valid UTF-8 are a string.
+_lex_string_literal = MLIRLexer._lex_string_literal
+
+
+def _lex_utf8_string_literal(self, start_pos):
+    token = _lex_string_literal(self, start_pos)
+    if token.kind is MLIRTokenKind.BYTES_LIT:
+        try:
+            token.span.bytes_contents.decode("utf-8")
+        except UnicodeDecodeError:
+            return token
+        return Token(MLIRTokenKind.STRING_LIT, token.span)
+    return token
+
+
+MLIRLexer._lex_string_literal = _lex_utf8_string_literal
 
 
 def make_context() -> Context:

@@ -11,13 +11,20 @@ class ApproxError(Exception):
     """A user-facing error; `str()` is the one line the CLI prints."""
 
     def __init__(self, message: str, op: Operation | None = None, where: str | None = None):
-        self.message = message.strip().splitlines()[0] if message.strip() else "error"
-        self.where = where if where is not None else location_of(op)
+        self.message = printable(message.strip().split("\n")[0].rstrip("\r")) if message.strip() else "error"
+        where = where if where is not None else location_of(op)
+        self.where = printable(where) if where is not None else None
         super().__init__(self.line())
 
     def line(self) -> str:
         prefix = f"{self.where}: " if self.where else ""
         return f"{prefix}error: {self.message}"
+
+
+def printable(text: str) -> str:
+    """`text` with control, format and line-separator characters as escapes (`\\x1b`,
+    `\\u2028`): a name from a file cannot split the error line or drive the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def location_of(op: Operation | None) -> str | None:

@@ -82,6 +82,7 @@ def generate(module: ModuleOp, env: list, label: str = "module") -> PythonModule
     """Python source for every func.func of `module`, compiled and returned."""
     gen = _Generator(module, env)
     source = gen.source()
+    label = "".join(c if c.isprintable() else "?" for c in label)  # a file name: no NUL, no line breaks
     filename = f"<approx-pygen {label} #{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {"__builtins__": __builtins__, "E": env, "K": gen.consts, "_index": operator.index,

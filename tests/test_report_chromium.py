@@ -105,10 +105,13 @@ def test_report_renders(browser, tmp_path):
 def test_hostile_names_show_as_text(browser, tmp_path, bad):
     result = sample_result(program=bad, knob=bad)
     result.front[0].ir = f'func.func @"{bad}"() {{ return }}'
-    page, errors = _open(browser, write_report(result, tmp_path))
+    result.qos_metric, result.notes = bad, [bad]
+    index = write_report(result, tmp_path)
+    page, errors = _open(browser, index)
     try:
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert bad in page.locator("h1").inner_text()
+        assert bad in page.locator("ul.meta").inner_text() and bad in page.locator("li", has_text=bad).last.inner_text()
         assert bad in page.title()
         assert page.locator("img").count() == 0
         assert bad in page.locator("table").nth(1).inner_text()  # the knob column
@@ -120,6 +123,11 @@ def test_hostile_names_show_as_text(browser, tmp_path, bad):
         assert not errors, errors
     finally:
         page.close()
+    svg, _ = _open(browser, index.parent / "pareto.svg")  # the plot opened on its own: no script runs either
+    try:
+        assert svg.evaluate("typeof window.__pwned") == "undefined"
+    finally:
+        svg.close()
 
 
 def test_zoom_to_the_front(browser, tmp_path):
