@@ -103,7 +103,8 @@ class Measurer:
                 outs.append(fn(*args))
             except Exception as err:
                 label = "the exact program fails" if exact else "the program fails"
-                msg = err.message if isinstance(err, ApproxError) else f"{type(err).__name__}: {err}"
+                msg = (f"{err.where + ': ' if err.where else ''}{err.message}" if isinstance(err, ApproxError)
+                       else f"{type(err).__name__}: {err}")  # keep where: the failing component's name
                 raise ApproxError(f"{label} on {self.what} input {offset + i}: {msg}", where=WHERE) from None
         return outs
 

@@ -15,8 +15,8 @@ import hashlib
 import json
 
 from autotuner.report_plot import figure
-from autotuner.report_summary import (LEVELS, MODES, QOS_LOSS_DEFINITION, finite, fmt_knobs, fmt_loss,
-                                      fmt_seconds, fmt_speedup, speedup_table)
+from autotuner.report_summary import (LEVELS, MODES, QOS_LOSS_DEFINITION, failure_lines, finite, fmt_knobs,
+                                      fmt_loss, fmt_seconds, fmt_speedup, speedup_table)
 from autotuner.report_svg import esc, legend, panel
 
 CSS = """
@@ -202,6 +202,10 @@ def render_html(result) -> str:
                  + views + plots(zoom, "zoom", True))
     notes = getattr(result, "notes", None) or []
     notes_html = ("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>") if notes else ""
+    fails = failure_lines(result)
+    if fails:
+        notes_html = (f"<h2>Failed trials ({esc(len(result.failures))}; not on the front)</h2><ul>"
+                      + "".join(f"<li><code>{esc(x)}</code></li>" for x in fails) + "</ul>" + notes_html)
     title = f"Tuning report: {esc(result.program)}"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

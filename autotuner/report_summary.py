@@ -112,7 +112,21 @@ def summary_markdown(result) -> str:
         "re-measure the same configurations on the held-out evaluation inputs (disjoint from tuning).",
         "",
     ]
+    fails = failure_lines(result)
+    if fails:
+        lines += [f"## Failed trials ({len(getattr(result, 'failures', []))}; not on the front)", "",
+                  *[f"- {_md(x)}" for x in fails], ""]
     return "\n".join(lines)
+
+
+def failure_lines(result, limit: int = 50) -> list[str]:
+    """One line per failed trial (mode, trial, knobs, error), the first `limit`,
+    then how many more: what went wrong where, for the report's reader."""
+    fails = getattr(result, "failures", None) or []
+    out = [f"{f.get('mode')} trial {f.get('trial')} ("
+           + (", ".join(f"{k}={v}" for k, v in fmt_knobs(f.get("knobs") or {})) or "no knobs")
+           + f"): {f.get('error')}" for f in fails[:limit]]
+    return out + ([f"... and {len(fails) - limit} more"] if len(fails) > limit else [])
 
 
 def _optional_lines(result) -> list[str]:

@@ -82,6 +82,7 @@ class TuningResult:
     notes: list[str] = field(default_factory=list)
     program_spec: str | None = None  # how `approx-tune` loads it again (`path/file.mlir:entry`), if known
     clock: str | None = None  # "wall" or "cpu" (thread CPU time): what the speedups are ratios of
+    failures: list[dict] = field(default_factory=list)  # failed trials: {mode, trial, knobs, error}
 
     def front_of(self, mode: str) -> list[FrontPoint]:
         """The front of one mode, by increasing QoS loss."""

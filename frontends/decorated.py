@@ -18,6 +18,7 @@ import typing
 import numpy as np
 
 from approx_dialect.context import parse_module, print_module
+from approx_dialect.diagnostics import ApproxError
 from approx_opt.config import KnobSpec, apply_config, knob_specs
 from approx_opt.driver import run_pipeline
 from frontends.build import ModuleBuilder, emit_annotations
@@ -292,10 +293,33 @@ class KnobFunction:
                 return compile_module(lowered).fn(entry)
             from frontends.pygen import generate
 
-            return generate(parse_module(lowered), env, self.python.__qualname__).fn(entry)
+            fn = generate(parse_module(lowered), env, self.python.__qualname__).fn(entry)
+            contract = self.knob_config.safety_contract
+            return _recovering(fn, contract.recover, self.name) if contract is not None else fn
 
     def __repr__(self) -> str:
         return f"<KnobFunction {self.name} ({self._kind or 'not lowered yet'})>"
+
+
+def _recovering(fn, recover, where: str):
+    """SafetyContract when there is no result to check: a call that raises (a
+    component fault: an LLM backend, a tool, a retriever) is answered by
+    `recover`, as a result the checker rejects is; a failing `recover` is one
+    ApproxError."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except Exception:  # noqa: BLE001 - the contract's recovery path answers instead
+            pass
+        try:
+            return recover(*args)
+        except ApproxError:
+            raise
+        except Exception as err:
+            name = getattr(recover, "__name__", "recover")
+            raise ApproxError(f"recover function '{name}' failed: {type(err).__name__}: {err}", where=where) from None
+
+    return call
 
 
 def _print_with_locations(module) -> str:

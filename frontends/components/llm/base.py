@@ -9,6 +9,7 @@ knowing which is which."""
 
 from __future__ import annotations
 
+import numbers
 import re
 import time
 from abc import ABC, abstractmethod
@@ -53,7 +54,13 @@ class AnswerModel(ABC):
         if max_new_tokens is not None and max_new_tokens < 1:
             raise ApproxError(f"max_new_tokens must be >= 1, got {max_new_tokens}", where=self.name)
         start = time.perf_counter()
-        ans = self._answer(question, list(contexts), max_new_tokens)
+        try:
+            ans = self._answer(question, list(contexts), max_new_tokens)
+        except ApproxError:
+            raise
+        except Exception as err:  # a backend's bug or crash: one line naming the model, for Fallback/Cascade
+            raise ApproxError(f"model '{self.name}' failed: {type(err).__name__}: {err}", where=self.name) from None
+        check_answer(ans, self.name)
         stages = ans.stages or ((ans.model, ans.confidence),)
         return replace(ans, seconds=time.perf_counter() - start, stages=stages)
 
@@ -68,6 +75,22 @@ class AnswerModel(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def check_answer(ans, name: str) -> None:
+    """`ans` is an Answer with a text and a confidence in [0, 1] (or None); else an
+    ApproxError ("returned garbage"), so no cascade accepts and no caller scores it.
+    An empty text is an answer (a reader finds no span); checkers may reject it."""
+    if not isinstance(ans, Answer):
+        why = f"{type(ans).__name__} instead of an Answer"
+    elif not isinstance(ans.text, str):
+        why = f"answer text is {type(ans.text).__name__} {ans.text!r:.60}, not a string"
+    elif ans.confidence is not None and (isinstance(ans.confidence, bool) or not isinstance(ans.confidence, numbers.Real)
+                                         or not 0.0 <= ans.confidence <= 1.0 + 1e-6):  # float rounding of exp(log p)
+        why = f"confidence {ans.confidence!r:.60} is not a number in [0, 1]"
+    else:
+        return
+    raise ApproxError(f"model '{name}' returned garbage: {why}", where=name)
 
 
 def limit_contexts(contexts: Sequence[str], passages: int | None = None, chars: int | None = None) -> list[str]:

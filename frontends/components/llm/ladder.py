@@ -7,7 +7,9 @@ model only; k in 1..V*T starts at variant s = (k-1) // T + 1 and accepts a
 variant's answer when confidence >= thresholds[(k-1) % T] (a confidence equal to
 the threshold is accepted), else asks the next one, and after variant V the exact
 model. Thresholds here are confidences in [0, 1] (the IR scales them to parts
-per million, an i32).
+per million, an i32). A variant that fails (an ApproxError: unreachable, timeout,
+garbage) counts as not confident: the next model answers, and `error` says why;
+only a failure of the exact model is the cascade's error.
 
 `Fallback` is SafetyContract for answer models: the primary answers unless it
 fails (an ApproxError: unreachable endpoint, timeout) or a checker rejects its
@@ -52,11 +54,18 @@ class Cascade(AnswerModel):
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
         models, threshold = self.plan()
-        stages, tokens = [], 0
+        stages, tokens, errors = [], 0, []
         for i, model in enumerate(models):
-            ans = model.answer(question, contexts, max_new_tokens)
-            tokens += ans.tokens_used
             last = i == len(models) - 1
+            try:
+                ans = model.answer(question, contexts, max_new_tokens)
+            except ApproxError as err:  # a failed variant is not confident: ask the next (last: the exact model)
+                if last:
+                    raise
+                stages.append((model.name, None))
+                errors.append(str(err).splitlines()[0])
+                continue
+            tokens += ans.tokens_used
             conf = None if last else self.confidence(ans)
             stages.append((ans.model, ans.confidence if last else conf))
             if last:
@@ -66,7 +75,7 @@ class Cascade(AnswerModel):
                                   "(pass confidence=...)", where=self.name)
             if conf >= threshold:
                 break
-        return replace(ans, tokens_used=tokens, stages=tuple(stages))
+        return replace(ans, tokens_used=tokens, stages=tuple(stages), error="; ".join(errors) or ans.error)
 
 
 class Fallback(AnswerModel):

@@ -1,15 +1,17 @@
 """Any OpenAI-compatible HTTP endpoint as an answer model, through the `openai`
 client: vLLM, llama.cpp's server, a hosted API, or `serve.py` here.
 
-Every request has a timeout and no retries (the cascade / Fallback decides what
+Every request has a timeout (in all, not per read) and no retries (the cascade / Fallback decides what
 to do next, not the client), and every failure is one ApproxError line naming
-the endpoint: unreachable, too slow, an HTTP error status, or an answer without
-choices. Confidence comes from token log-probabilities when the server returns
+the endpoint: unreachable, too slow, an HTTP error status, malformed JSON, or an
+answer without choices, text or sane log-probabilities. Confidence comes from token log-probabilities when the server returns
 them (exp of their mean, as for local models), else None."""
 
 from __future__ import annotations
 
 import math
+import queue
+import threading
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import INSTRUCTION, Answer, AnswerModel, build_prompt, first_line
@@ -37,6 +39,27 @@ class OpenAIAnswerModel(AnswerModel):
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=self.timeout, max_retries=0)
 
     def _request(self, prompt: str, max_tokens: int):
+        """The response within `timeout` seconds in all: the client's own timeout is
+        per read, so a server sending a byte now and then would hold it for ever."""
+        box: queue.Queue = queue.Queue(1)
+
+        def run():
+            try:
+                box.put((True, self._send(prompt, max_tokens)))
+            except BaseException as err:  # noqa: BLE001 - handed to the caller below
+                box.put((False, err))
+
+        threading.Thread(target=run, daemon=True, name=f"request {self.name}").start()
+        try:
+            ok, value = box.get(timeout=self.timeout + 0.05)
+        except queue.Empty:
+            raise ApproxError(f"no answer from model '{self.model}' within {self.timeout:g} s (timeout)",
+                              where=self.base_url) from None
+        if not ok:
+            raise value
+        return value
+
+    def _send(self, prompt: str, max_tokens: int):
         import openai
 
         try:
@@ -56,6 +79,9 @@ class OpenAIAnswerModel(AnswerModel):
         except openai.APIStatusError as err:
             raise ApproxError(f"HTTP {err.status_code} for model '{self.model}': {_status_message(err)}",
                               where=self.base_url) from None
+        except (openai.APIResponseValidationError, ValueError) as err:  # malformed JSON, wrong shape
+            raise ApproxError(f"malformed answer for model '{self.model}': {type(err).__name__}: {err}",
+                              where=self.base_url) from None
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
         n = max_new_tokens or self.max_new_tokens
@@ -64,12 +90,18 @@ class OpenAIAnswerModel(AnswerModel):
             raise ApproxError(f"answer for model '{self.model}' has no choices", where=self.base_url)
         choice = resp.choices[0]
         text = choice.message.content if self.api == "chat" else choice.text
+        if not isinstance(text, str):
+            raise ApproxError(f"answer for model '{self.model}' has no text (got {type(text).__name__})",
+                              where=self.base_url)
         lps = _logprobs(choice, self.api)
+        if lps and not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x <= 1e-6 for x in lps):
+            raise ApproxError(f"answer for model '{self.model}' has log-probabilities that are not numbers <= 0",
+                              where=self.base_url)
         usage = getattr(resp, "usage", None)
         completion = getattr(usage, "completion_tokens", None) or (len(lps) if lps else 0)
         total = getattr(usage, "total_tokens", None) or completion
         conf = math.exp(sum(lps) / len(lps)) if lps else None
-        return Answer(first_line(text or ""), conf, int(total), 0.0, self.name, new_tokens=int(completion))
+        return Answer(first_line(text), conf, int(total), 0.0, self.name, new_tokens=int(completion))
 
 
 def _logprobs(choice, api: str) -> list[float] | None:

@@ -21,7 +21,7 @@ from approx_opt.config import KnobSpec
 from autotuner.program import MlirProgram
 from frontends.components.retrieval.bm25_index import Bm25Index, bm25_scores
 from frontends.components.retrieval.kernels import bm25_module
-from frontends.components.retrieval.ranking import Hits, check_top_k, run_topk_kernel
+from frontends.components.retrieval.ranking import Hits, check_top_k, guarded_search, run_topk_kernel
 from frontends.components.retrieval.text import LEVELS, tokenize
 
 PREPROCESS = "preprocess"
@@ -42,7 +42,7 @@ class Bm25Search:
         return run_topk_kernel(self.fn, prepared, self.top_k)
 
     def __call__(self, question: str) -> Hits:
-        return self.run(self.prepare(question))
+        return guarded_search(self, question, "retrieval.bm25")
 
 
 class Bm25Retriever:

@@ -23,7 +23,7 @@ from approx_opt.config import KnobSpec
 from autotuner.program import MlirProgram
 from frontends.components.retrieval.encoder import DIM, MiniLMEncoder, corpus_embeddings
 from frontends.components.retrieval.kernels import dense_module
-from frontends.components.retrieval.ranking import Hits, check_top_k, run_topk_kernel
+from frontends.components.retrieval.ranking import Hits, check_top_k, guarded_search, run_topk_kernel
 
 
 class DenseSearch:
@@ -40,7 +40,7 @@ class DenseSearch:
         return run_topk_kernel(self.fn, (np.ascontiguousarray(query, np.float32), self.embeddings), self.top_k)
 
     def __call__(self, question: str) -> Hits:
-        return self.run(self.prepare(question))
+        return guarded_search(self, question, "retrieval.dense")
 
 
 class DenseRetriever:

@@ -46,3 +46,15 @@ def run_topk_kernel(fn: Callable, args: tuple, k: int) -> Hits:
     vals = np.empty(k, np.float64)
     n = fn(*args, k, ids, vals)
     return Hits(ids[:n], vals[:n])
+
+
+def guarded_search(search, question, where: str) -> Hits:
+    """`search.run(search.prepare(question))`; whatever a retriever raises (a
+    broken index, an encoder crash) is one ApproxError naming it, which a
+    SafetyContract recovers from and the tuner records as a failed trial."""
+    try:
+        return search.run(search.prepare(question))
+    except ApproxError:
+        raise
+    except Exception as err:
+        raise ApproxError(f"retrieval failed: {type(err).__name__}: {err}", where=where) from None

@@ -9,11 +9,12 @@ frontends/components/llm/knobs.py):
   caller's n);
 - `skip` (`task_skipping`): 1 returns the tool's registered default without running it;
 - `substitute` (`func_substitute`): k runs a tool's substitute min(k, #substitutes)
-  (tools without substitutes run exactly);
+  (tools without substitutes run exactly); a substitute that fails (raises,
+  garbage, timeout) falls back to the exact tool (`stats["fallbacks"]`);
 - `memo` (`memoize`): k reuses an earlier result of the same tool, substitute and
   arguments, floats compared after clearing k low mantissa bits
   (`frontends.memo.QuantizedMemo`, one table per k shared by configured copies).
-`stats` counts runs, skips and memo hits (shared by configured copies)."""
+`stats` counts runs, skips, fallbacks and memo hits (shared by configured copies)."""
 
 from __future__ import annotations
 
@@ -89,7 +90,13 @@ class ToolComponent(Knobbed):
                 self.stats["memo_hits"] += 1
                 return value
         self.stats["runs"] += 1
-        result = self.registry.call(name, args, sub)
+        try:
+            result = self.registry.call(name, args, sub)
+        except ApproxError:
+            if not sub:
+                raise
+            self.stats["fallbacks"] += 1  # the substitute failed: the exact tool answers
+            result = self.registry.call(name, args, 0)
         if k:
             memo.store(key, result)
         return result

@@ -5,10 +5,14 @@ described functions only (BFCL's, which an agent calls by emitting the call).
 present, no unknown names, types, enums; an int is accepted for a float, as
 Python and BFCL do) so a wrong call is one clear ApproxError instead of a
 TypeError deep inside the tool. Each tool may carry cheaper substitutes with the
-same signature (the `substitute` knob) and the value returned when it is skipped."""
+same signature (the `substitute` knob) and the value returned when it is skipped.
+A tool that raises, returns what its `check` rejects, or runs past its timeout
+is one ApproxError naming it (the tool component then falls back to the exact tool)."""
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +34,8 @@ class Tool:
     fn: Callable | None = None
     default: Any = None
     substitutes: list[Callable] = field(default_factory=list)
+    timeout: float | None = None  # seconds a run may take (None: the registry's)
+    check: Callable[[Any], bool] | None = None  # False for a result that is garbage
 
     @property
     def required(self) -> list[str]:
@@ -59,7 +65,12 @@ def check_value(value: Any, prop: dict, where: str) -> Any:
 
 
 class ToolRegistry:
-    def __init__(self, tools: Sequence[Tool] = ()):
+    """`timeout`: seconds any tool run may take (None: no limit, the call runs
+    in the caller's thread; with a limit it runs in a daemon thread that is
+    abandoned, still running, when the limit passes)."""
+
+    def __init__(self, tools: Sequence[Tool] = (), timeout: float | None = None):
+        self.timeout = timeout
         self._tools: dict[str, Tool] = {}
         for t in tools:
             self.add(t)
@@ -71,11 +82,13 @@ class ToolRegistry:
         return tool
 
     def register(self, fn: Callable | None = None, *, name: str | None = None, description: str | None = None,
-                 default: Any = None, substitutes: Sequence[Callable] = ()):
+                 default: Any = None, substitutes: Sequence[Callable] = (), timeout: float | None = None,
+                 check: Callable[[Any], bool] | None = None):
         """Register `fn` (also as `@registry.register` or `@registry.register(...)`)."""
         def wrap(f: Callable) -> Callable:
             schema = tool_schema(f, name, description)
-            self.add(Tool(schema["name"], schema["description"], schema, f, default, list(substitutes)))
+            self.add(Tool(schema["name"], schema["description"], schema, f, default, list(substitutes), timeout,
+                          check))
             return f
 
         return wrap(fn) if fn is not None else wrap
@@ -135,7 +148,41 @@ class ToolRegistry:
             if not 1 <= substitute <= len(tool.substitutes):
                 raise ApproxError(f"substitute {substitute} does not exist ({len(tool.substitutes)} registered)",
                                   where=f"tool {name}")
-            return tool.substitutes[substitute - 1](**args)
-        if tool.fn is None:
+            fn, what = tool.substitutes[substitute - 1], f"tool {name} (substitute {substitute})"
+        elif tool.fn is None:
             raise ApproxError("is described only (no Python implementation to run)", where=f"tool {name}")
-        return tool.fn(**args)
+        else:
+            fn, what = tool.fn, f"tool {name}"
+        result = run_tool(fn, args, tool.timeout if tool.timeout is not None else self.timeout, what)
+        if tool.check is not None and not tool.check(result):
+            raise ApproxError(f"returned garbage: {type(result).__name__} {result!r:.80}", where=what)
+        return result
+
+
+def run_tool(fn: Callable, args: dict, timeout: float | None, where: str) -> Any:
+    """`fn(**args)`; whatever it raises, or running past `timeout` s, is one ApproxError."""
+    if timeout is None:
+        try:
+            return fn(**args)
+        except ApproxError:
+            raise
+        except Exception as err:
+            raise ApproxError(f"failed: {type(err).__name__}: {err}", where=where) from None
+    box: queue.Queue = queue.Queue(1)
+
+    def run():
+        try:
+            box.put((True, fn(**args)))
+        except BaseException as err:  # noqa: BLE001 - handed to the caller
+            box.put((False, err))
+
+    threading.Thread(target=run, daemon=True, name=where).start()
+    try:
+        ok, value = box.get(timeout=timeout)
+    except queue.Empty:
+        raise ApproxError(f"no result within {timeout:g} s (timeout)", where=where) from None
+    if ok:
+        return value
+    if isinstance(value, ApproxError):
+        raise value
+    raise ApproxError(f"failed: {type(value).__name__}: {value}", where=where) from None
