@@ -129,3 +129,20 @@ def test_tiny_tuning_run(name, bm25, dense, tmp_path):
     assert any(p.mode == "static" for p in r.front) and any(p.mode == "dynamic" for p in r.front)
     assert all(p.qos_loss_tune <= r.budget for p in r.front)
     assert (tmp_path / "result.json").is_file()
+
+
+def test_dynamic_seeds_switch_at_tertiles_and_median(bm25):
+    from autotuner.space import SearchSpace
+    from examples.systems.tuning import dynamic_seeds
+
+    space = SearchSpace.from_program(bm25, "dynamic")
+    states = list(range(100))  # quantiles are easy to read
+    plain = {s.name: {"knob_val": 0} for s in bm25.knobs() if s.kind != "ladder"}
+    static = {**plain, "read": {"knob_val": 2}}
+    seeds = [c["read"] for c in dynamic_seeds(space, [static], states)]
+    assert seeds == [{"thresholds": [33, 66], "decisions": [0, 2, 2]},
+                     {"thresholds": [33, 66], "decisions": [0, 0, 2]},
+                     {"thresholds": [25, 50], "decisions": [0, 0, 2]}]
+    # an exact static configuration is seeded with the top-passage variant (1)
+    exact = {**plain, "read": {"knob_val": 0}}
+    assert {tuple(c["read"]["decisions"]) for c in dynamic_seeds(space, [exact], states)} == {(0, 1, 1), (0, 0, 1)}

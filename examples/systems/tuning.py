@@ -78,20 +78,27 @@ def _counts(storage: str, study_name: str) -> int:
 
 def dynamic_seeds(space, static_configs: list[dict], states: list[int]) -> list[dict]:
     """The dynamic study's first configurations: each static front configuration with
-    the answer step's variant k applied only where retrieval is surer ([0, k, k] and
-    [0, 0, k]; for k = 0 the top-passage variant 1), thresholds at the tertiles of the
-    tuning questions' states. (The static front itself joins the dynamic front in
-    `merge_static_front`, measured once.)"""
+    the answer step's variant k applied only where retrieval is surer (for k = 0 the
+    top-passage variant 1): [0, k, k] and [0, 0, k] with thresholds at the tertiles of
+    the tuning questions' states, and [0, 0, k] switching at the median. Least
+    approximate configurations first (the tight QoS levels need them; `limit` in
+    `seed_dynamic` may cut the list). (The static front itself joins the dynamic front
+    in `merge_static_front`, measured once.)"""
     ladders = [d for d in space.dims if d.dynamic and d.fixed is None]
     out = []
     qs = sorted(states) or [0]
+
+    def quantile(q: float) -> int:
+        return qs[min(len(qs) - 1, int(q * len(qs)))]
+
     for cfg in static_configs:
         for d in ladders:
             n = len(d.bounds)
-            ts = [qs[min(len(qs) - 1, (i + 1) * len(qs) // (n + 1))] for i in range(n)]
-            ts = sorted(min(max(t, lo), hi) for t, (lo, hi) in zip(ts, d.bounds))
             k = cfg[d.name]["knob_val"] or 1
-            for decisions in ([0] + [k] * n, [0] * n + [k]):
+            tertiles = [quantile((i + 1) / (n + 1)) for i in range(n)]
+            median = [quantile((i + 1) / (2 * n)) for i in range(n)]  # the last one at the median
+            for ts, decisions in ((tertiles, [0] + [k] * n), (tertiles, [0] * n + [k]), (median, [0] * n + [k])):
+                ts = sorted(min(max(t, lo), hi) for t, (lo, hi) in zip(ts, d.bounds))
                 out.append({**cfg, d.name: {"thresholds": ts, "decisions": decisions}})
     return out
 
@@ -142,7 +149,7 @@ def seed_dynamic(program, storage: str, base: str, budget: float, narrow: dict, 
     space = SearchSpace.from_program(program, "dynamic").narrow(dict(narrow)).fix(dict(fix))
     try:
         static = optuna.load_study(study_name=f"{base}/static", storage=store)
-        front = sorted(search.front(search.records(static), budget), key=lambda r: -r.speedup)
+        front = sorted(search.front(search.records(static), budget), key=lambda r: (r.qos_loss, -r.speedup))
     except KeyError:
         front = []
     seen = []
