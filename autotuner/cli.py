@@ -65,6 +65,10 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--stage-fraction", type=float, default=0.2,
                    help="share of the tuning inputs in the first stage (0: no staged evaluation)")
     r.add_argument("--clock", default="auto", choices=["auto", "wall", "cpu"])
+    r.add_argument("--money", metavar="MODULE:FN", help="money cost of one run, FN(config, args, output) -> "
+                   "float (e.g. an API's price); reported per trial")
+    r.add_argument("--objective", default="time", choices=["time", "money"],
+                   help="what the speedup is a ratio of (money: exact / approximate cost; needs --money)")
     r.add_argument("--narrow", action="append", metavar="KNOB=V1,V2", help="search only these values")
     r.add_argument("--narrow-thresholds", action="append", metavar="KNOB=LO:HI", help="threshold range")
     r.add_argument("--fix", action="append", metavar="KNOB=V", help="fix a knob to a value")
@@ -88,6 +92,15 @@ def make_parser() -> argparse.ArgumentParser:
     app.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     app.add_argument("--config-out", help="also write the configuration (for approx-opt --apply-config)")
     return p
+
+
+def _load_fn(spec: str, what: str):
+    from autotuner.loading import load_object
+
+    fn = load_object(spec, what)
+    if not callable(fn):
+        raise ApproxError(f"{what} {spec} is not callable", where=WHERE)
+    return fn
 
 
 def _metric(name: str):
@@ -116,7 +129,8 @@ def cmd_run(a) -> int:
                   budget=a.budget, n_trials=a.trials, mode=a.mode, sampler=a.sampler, seed=a.seed,
                   storage=a.storage, study_name=a.study_name, out_dir=out, jobs=a.jobs, eval_ratio=a.eval_ratio,
                   repeats=a.repeats, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, clock=a.clock,
-                  progress=progress)
+                  progress=progress, objective=a.objective,
+                  money=_load_fn(a.money, "money cost function") if a.money else None)
     out = out or Path("approx-tune") / _safe(result.program)
     print(summary(result))
     print(f"result: {out / 'result.json'}")

@@ -2,10 +2,13 @@
 speedup) under the constraint QoS loss <= budget, with staged evaluation.
 
 - Samplers: NSGA-II (default), TPE (multivariate, constant liar), GP, random.
-  Each trial's sampler is seeded from (seed, index of the trial among those not
-  interrupted), so a study stopped and resumed proposes what an uninterrupted
-  one would have: the same seed gives the same front (one worker, and a
-  deterministic cost, or timings that do not reorder the front).
+  Each trial's sampler is seeded from (seed, index of the trial among those that
+  are not re-runs). An interrupted trial (Ctrl-C, a killed worker or run) is run
+  again as a queued re-run of its configuration with its index, so a study
+  stopped and resumed evaluates what an uninterrupted one would have: the same
+  seed gives the same front (one worker, or any number with a sampler that does
+  not read results, e.g. random; and a deterministic cost, or timings that do
+  not reorder the front). `MAX_ATTEMPTS` interruptions make a failed trial.
 - Staged evaluation: a configuration first runs on a slice of the tuning inputs
   and goes on to the full split only if it might still reach the front. Optuna
   cannot prune multi-objective trials, so a pruned trial is COMPLETE with its
@@ -65,8 +68,43 @@ def _factory(name: str, n_trials: int, budget: float) -> Callable[[int], BaseSam
     raise ApproxError(f"unknown sampler '{name}' (samplers: {', '.join(SAMPLERS)})", where="<search>")
 
 
+MAX_ATTEMPTS = 3  # runs of one configuration cut short before it counts as failed
+
+
 def interrupted(t: FrozenTrial) -> bool:
     return t.state == TrialState.FAIL and "error" not in t.user_attrs
+
+
+def worker_id() -> str:
+    """This process, as trials record who runs them (a dead worker's trials are found by it)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def trial_index(trials: Sequence[FrozenTrial], number: int) -> int:
+    """The seeding index of trial `number`: trials before it that are not re-runs;
+    a re-run has the index of the trial it re-runs. It never changes once the trial
+    exists (states do not enter), so workers and resumes agree on it."""
+    by_number = {t.number: t for t in trials}
+    while number in by_number and "rerun_of" in by_number[number].user_attrs:
+        number = by_number[number].user_attrs["rerun_of"]
+    return sum(1 for t in trials if t.number < number and "rerun_of" not in t.user_attrs)
+
+
+def requeue_interrupted(study: optuna.Study) -> int:
+    """Queue a re-run of every interrupted trial not re-run yet (its parameters and
+    seeding index); the number queued."""
+    trials = study.get_trials(deepcopy=False)
+    done = {t.user_attrs["rerun_of"] for t in trials if "rerun_of" in t.user_attrs}
+    n = 0
+    for t in trials:
+        if interrupted(t) and t.number not in done:
+            params = dict(t.system_attrs.get("fixed_params") or {})
+            if "key" in t.user_attrs:  # it had its configuration (part of it: sampled again, same RNG draws)
+                params.update(t.params)
+            attempt = t.user_attrs.get("attempt", 1) + 1
+            study.enqueue_trial(params, user_attrs={"rerun_of": t.number, "attempt": attempt})
+            n += 1
+    return n
 
 
 class TrialSeeded(BaseSampler):
@@ -82,8 +120,7 @@ class TrialSeeded(BaseSampler):
 
     def _for(self, study, trial: FrozenTrial) -> BaseSampler:
         if self._inner is None or self._number != trial.number:
-            trials = study._storage.get_all_trials(study._study_id, deepcopy=False)
-            index = sum(1 for t in trials if t.number < trial.number and not interrupted(t))
+            index = trial_index(study._storage.get_all_trials(study._study_id, deepcopy=False), trial.number)
             s = int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0] % (2**31))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -101,6 +138,14 @@ class TrialSeeded(BaseSampler):
         return self._for(study, trial).sample_independent(study, trial, param_name, param_distribution)
 
     def before_trial(self, study, trial):
+        storage = study._storage
+        storage.set_trial_system_attr(trial._trial_id, "worker", worker_id())  # first thing: who runs it
+        if "rerun_of" in trial.user_attrs:  # to the sampler a re-run is its original (e.g. NSGA-II's generation)
+            orig = storage.get_trial(storage.get_trial_id_from_study_id_trial_number(
+                study._study_id, trial.user_attrs["rerun_of"]))
+            for k, v in orig.system_attrs.items():
+                if k not in ("fixed_params", "worker") and k not in trial.system_attrs:
+                    storage.set_trial_system_attr(trial._trial_id, k, v)
         self._for(study, trial).before_trial(study, trial)
 
     def after_trial(self, study, trial, state, values):
@@ -118,9 +163,9 @@ def _avoid_repeats(study, search_space: dict, params: dict, number: int, seed: l
             isinstance(d, optuna.distributions.CategoricalDistribution) for d in search_space.values()):
         return params
     names = sorted(search_space)
-    taken = {tuple(t.params.get(n) for n in names) for t in study._get_trials(
+    taken = {tuple(t.params.get(n) for n in names) for t in study._get_trials(  # interrupted: re-run anyway
         deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING, TrialState.FAIL), use_cache=True)
-        if t.number != number and not interrupted(t)}
+        if t.number != number}
     if tuple(params[n] for n in names) not in taken:
         return params
     sizes = [len(search_space[n].choices) for n in names]
@@ -205,12 +250,14 @@ def front(recs: list[Record], budget: float) -> list[Record]:
 
 
 def counts(study: optuna.Study) -> dict[str, int]:
-    """evaluated (measured: complete, pruned or failed), pruned, failed, running, total."""
-    c = dict(evaluated=0, pruned=0, failed=0, running=0, total=0, duplicates=0)
+    """evaluated (measured: complete, pruned or failed), pruned, failed, running, waiting, total."""
+    c = dict(evaluated=0, pruned=0, failed=0, running=0, total=0, duplicates=0, waiting=0)
     for t in study.get_trials(deepcopy=False):
         c["total"] += 1
         if t.state == TrialState.RUNNING:
             c["running"] += 1
+        elif t.state == TrialState.WAITING:
+            c["waiting"] += 1
         elif t.state == TrialState.FAIL and "duplicate_of" in t.user_attrs:
             c["duplicates"] += 1
         elif t.state == TrialState.FAIL and not interrupted(t):
@@ -236,17 +283,25 @@ class Objective:
     tuning inputs (all when None)."""
 
     def __init__(self, space: SearchSpace, evaluate: Callable, budget: float, slice_n: int | None = None,
-                 prune_slack: float = 0.5, dominance_margin: float = 0.25, worker: str | None = None):
-        self.space, self.evaluate, self.budget = space, evaluate, budget
+                 prune_slack: float = 0.5, dominance_margin: float = 0.25, worker: str | None = None,
+                 n_trials: int | None = None):
+        self.space, self.evaluate, self.budget, self.n_trials = space, evaluate, budget, n_trials
         self.slice_n, self.prune_slack, self.dominance_margin = slice_n, prune_slack, dominance_margin
-        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}"
+        self.worker = worker or worker_id()
 
     def __call__(self, trial: optuna.Trial):
+        if self.n_trials and self._surplus(trial):
+            trial.set_user_attr("surplus", True)  # ends PRUNED: neither counted nor queued again
+            raise optuna.TrialPruned("the study has its evaluations, or queued re-runs for the rest")
         config = self.space.suggest(trial)
         key = config_key(config)
         trial.set_user_attr("config", config)
         trial.set_user_attr("key", key)
         trial.set_user_attr("worker", self.worker)
+        if trial.user_attrs.get("attempt", 1) > MAX_ATTEMPTS:  # e.g. a configuration that kills its worker
+            msg = f"interrupted {MAX_ATTEMPTS} times (its worker process died or was stopped each time)"
+            trial.set_user_attr("error", msg)
+            raise TrialFailed(msg)
         trials = trial.study.get_trials(deepcopy=False)
         done = records(trial.study, trials)
         for r in done:
@@ -279,6 +334,15 @@ class Objective:
             raise TrialFailed(msg) from None
         self._record(trial, m)
         return self._finish(trial, m.qos_loss, m.speedup, False)
+
+    def _surplus(self, trial: optuna.Trial) -> bool:
+        """A new sampled trial beyond `n_trials` evaluations, counting running ones and
+        queued re-runs of interrupted ones (several workers, or a worker that started
+        while a dead one's trial was being queued again, would overshoot)."""
+        if "fixed_params" in trial.study._storage.get_trial(trial._trial_id).system_attrs:
+            return False  # a seed or a re-run: it is one of the evaluations
+        c = counts(trial.study)
+        return c["evaluated"] + c["running"] - 1 + c["waiting"] >= self.n_trials
 
     def _record(self, trial, m) -> None:
         trial.set_user_attr("n", m.n)

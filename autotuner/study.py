@@ -42,7 +42,7 @@ def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
 
 def _prepare_study(job: Job, settings: dict, sqlite: bool) -> optuna.Study:
     """Create or load the study; on a resume check the settings, end trials left
-    RUNNING by a killed run as interrupted, and queue again interrupted seeds."""
+    RUNNING by a killed run as interrupted, and queue a re-run of each interrupted trial."""
     storage = open_storage(job.storage)
     study = optuna.create_study(study_name=job.study_name, storage=storage, load_if_exists=True,
                                 directions=["minimize", "maximize"],
@@ -62,13 +62,7 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool) -> optuna.Study:
     elif stale:
         optuna.storages.fail_stale_trials(study)
     if search.enqueue_seeds(study, job.space) == 0:
-        waiting = {search.config_key(t.system_attrs.get("fixed_params") or t.params)
-                   for t in study.get_trials(deepcopy=False) if t.state in (TrialState.WAITING, TrialState.COMPLETE)}
-        for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
-            fixed = t.system_attrs.get("fixed_params")
-            if search.interrupted(t) and fixed and search.config_key(fixed) not in waiting:
-                study.enqueue_trial(fixed)
-                waiting.add(search.config_key(fixed))
+        search.requeue_interrupted(study)
     return study
 
 
@@ -204,6 +198,10 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         result.trials += c["evaluated"]
         result.failed_trials += c["failed"]
         result.pruned_trials += c["pruned"]
+        result.failures += [{"mode": m, "trial": t.number, "knobs": t.user_attrs.get("config", {}),
+                             "error": t.user_attrs["error"]}
+                            for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
+                            if "error" in t.user_attrs and "duplicate_of" not in t.user_attrs]
         recs = search.records(study)
         fr = search.front(recs, budget)
         on_front = {r.number for r in fr}

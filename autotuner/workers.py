@@ -5,7 +5,8 @@ mode with a busy timeout (several worker processes share the file; a commit
 survives a killed process), or any SQLAlchemy URL (`postgresql://...`, with
 heartbeats, so a dead worker's trial ends as interrupted). `run_job` runs
 trials in this process until the study is done; `run_workers` starts `--jobs`
-spawned processes on one study and shows the progress line.
+spawned processes on one study, shows the progress line, and replaces a worker
+that dies (kill -9): its trial ends as interrupted and is queued again.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import functools
 import importlib.util
 import multiprocessing as mp
 import pickle
+import random
+import socket
 import sqlite3
 import sys
 import time
@@ -65,16 +68,18 @@ def _open_storage(url: str) -> optuna.storages.RDBStorage:
             kwargs["connect_args"] = {"connect_timeout": 10}
             if url.startswith("postgresql://") and importlib.util.find_spec("psycopg") is None:
                 engine_url = "postgresql+psycopg2://" + url[13:]  # SQLAlchemy 2.1 defaults to psycopg 3
-    for attempt in range(3):
+    for attempt in range(5):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 return optuna.storages.RDBStorage(engine_url, engine_kwargs=kwargs, **extra)
         except Exception as err:
             msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            # workers starting together on a new database race to create Optuna's tables
-            if attempt < 2 and ("already exists" in msg or "duplicate key" in msg or "UniqueViolation" in msg):
-                time.sleep(1.0 + attempt)
+            # runs and workers starting together on a new database race to create Optuna's tables; on a
+            # new SQLite file (not yet in WAL mode) SQLite answers a lock deadlock with "locked" at once
+            if attempt < 4 and any(m in msg for m in ("already exists", "duplicate key", "UniqueViolation",
+                                                      "UNIQUE constraint failed", "database is locked")):
+                time.sleep((1.0 + attempt) * (0.5 + random.random()))
                 continue
             raise ApproxError(f"cannot open the study storage: {msg}", where=_safe_url(url)) from None
     raise AssertionError("unreachable")
@@ -132,7 +137,7 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
     def evaluate(config, n=None):
         return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)
 
-    objective = search.Objective(job.space, evaluate, job.budget, job.slice_n)
+    objective = search.Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=job.n_trials)
     search.optimize(study, objective, job.n_trials, job.space.size(), callbacks)
 
 
@@ -167,6 +172,20 @@ def _end_running_trials_as_interrupted(study, job: Job) -> None:
         study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
 
 
+def _recover_dead_worker(study, pid: int | None) -> int:
+    """End the trials a dead worker process left RUNNING as interrupted (all RUNNING
+    ones when `pid` is None: every worker has ended) and queue their re-runs, with
+    their seeding index: the study evaluates what it would have. How many ended."""
+    me = f"{socket.gethostname()}:{pid}"
+    n = 0
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        if pid is None or t.system_attrs.get("worker") == me:
+            study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+            n += 1
+    search.requeue_interrupted(study)
+    return n
+
+
 def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer: Measurer) -> None:
     def show(study_, *_):
         sys.stderr.write("\r" + progress_line(study_, job, mode) + "\033[K")
@@ -183,13 +202,33 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
                           where=WHERE) from None
     ctx = mp.get_context("spawn")  # not fork: the JIT and SQLAlchemy state must not be shared
     errors = ctx.Queue()
-    procs = [ctx.Process(target=_worker_main, args=(job, errors), name=f"approx-tune-worker-{i}")
-             for i in range(jobs)]
+
+    def start(i: int):
+        p = ctx.Process(target=_worker_main, args=(job, errors), name=f"approx-tune-worker-{i}")
+        p.start()
+        return p
+
+    procs: list = []
+    deaths, max_deaths = 0, max(4, job.n_trials)
     try:
-        for p in procs:
-            p.start()
-        while any(p.is_alive() for p in procs):
-            time.sleep(0.5)
+        procs = [start(i) for i in range(jobs)]
+        while True:
+            for i, p in enumerate(procs):
+                if p.exitcode not in (None, 0):  # killed (kill -9, out of memory) or crashed in native code
+                    deaths += 1
+                    _recover_dead_worker(study, p.pid)
+                    if deaths > max_deaths:
+                        raise ApproxError(f"worker processes keep dying ({deaths} times; the last with exit "
+                                          f"code {p.exitcode}); finished trials are kept", where=WHERE)
+                    procs[i] = start(i)  # goes on with the re-run of its trial
+            if not any(p.is_alive() for p in procs):
+                # a worker killed before it marked its new trial leaves it RUNNING unowned: on SQLite
+                # (one run per file) nothing runs it now, so run it again
+                if not (str(job.storage).startswith("sqlite") and errors.empty() and
+                        _recover_dead_worker(study, None)):
+                    break
+                procs[0] = start(0)
+            time.sleep(0.2)
             if progress:
                 show(study)
     except KeyboardInterrupt:
@@ -198,6 +237,11 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
             if p.is_alive():
                 p.terminate()
         _end_running_trials_as_interrupted(study, job)
+        raise
+    except ApproxError:
+        for p in procs:
+            p.kill()
+            p.join(timeout=10)
         raise
     for p in procs:
         p.join()

@@ -1,0 +1,136 @@
+"""Crash-safe tuning (issue 7, item 4) with real `approx-tune run` processes on one
+SQLite file: `kill -9` of a worker mid-trial and of the whole run keeps every
+finished trial as it was and ends on the front of an uninterrupted run with the
+same seed; several worker processes on one file never fail on a locked database.
+
+The cost is deterministic (`--objective money`, elements visited: see
+bench/reliability_crash.py), so "the same front" means equal configurations, QoS
+losses and speedups, not close ones. `python -m bench.reliability_crash` repeats
+the kills at random moments at size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.reliability_crash import (ROOT, command, complete_trials, finish, front, kill_group, locked, lost,
+                                     running_workers, start)
+
+TRIALS = 12
+
+
+def wait_for(db: Path, proc, finished: int, timeout: float = 90) -> list[int]:
+    """Wait until `finished` trials are COMPLETE and one is RUNNING; the pids running one."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        pids = running_workers(db)
+        if pids and len(complete_trials(db)) >= finished:
+            return pids
+        time.sleep(0.05)
+    pytest.fail(f"no trial running after {finished} finished (exit {proc.poll()}): {proc.communicate()[1][-2000:]}")
+
+
+def trials(db: Path) -> list[dict]:
+    """Every trial: number, state, worker pid, user attributes."""
+    with sqlite3.connect(db) as con:
+        rows = con.execute("select trial_id, number, state from trials").fetchall()
+        attrs = con.execute("select trial_id, key, value_json from trial_user_attributes").fetchall()
+        workers = dict(con.execute("select trial_id, value_json from trial_system_attributes where key = 'worker'"))
+    out = {tid: {"number": n, "state": s, "attrs": {},
+                 "pid": int(json.loads(workers[tid]).rsplit(":", 1)[1]) if tid in workers else None}
+           for tid, n, s in rows}
+    for tid, k, v in attrs:
+        out[tid]["attrs"][k] = json.loads(v)
+    return sorted(out.values(), key=lambda t: t["number"])
+
+
+def evaluated(rows: list[dict]) -> int:
+    return sum(1 for t in rows if t["state"] == "COMPLETE" and "duplicate_of" not in t["attrs"])
+
+
+def check_rerun(rows: list[dict], killed: dict) -> None:
+    """The killed trial ended as interrupted (FAIL, no error) and its configuration ran again to the end."""
+    assert killed["state"] == "FAIL" and "error" not in killed["attrs"]
+    reruns = [t for t in rows if t["attrs"].get("rerun_of") == killed["number"]]
+    assert len(reruns) == 1 and reruns[0]["state"] == "COMPLETE" and reruns[0]["attrs"]["attempt"] == 2
+    if "key" in killed["attrs"]:  # killed after it chose its configuration (else: sampled again, same index)
+        assert reruns[0]["attrs"]["key"] == killed["attrs"]["key"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """Uninterrupted runs, one worker each, seed 0: sampler -> final front."""
+    base = tmp_path_factory.mktemp("ref")
+    procs = {s: start(command(base / s, TRIALS, 1, s)) for s in ("nsga2", "random")}
+    out = {}
+    for s, proc in procs.items():
+        code, err = finish(proc)
+        assert code == 0, err[-2000:]
+        out[s] = front(base / s)
+    assert len(out["nsga2"]) >= 3  # a front worth comparing
+    return out
+
+
+def test_kill_9_of_a_worker_mid_trial_loses_nothing_and_keeps_the_front(tmp_path, reference):
+    """--jobs 2: a worker dies with a trial running; the run replaces it and finishes."""
+    db = tmp_path / "study.db"
+    proc = start(command(tmp_path, TRIALS, 2, "random"))
+    try:
+        pid = wait_for(db, proc, 2)[0]
+        before = complete_trials(db)
+        os.kill(pid, signal.SIGKILL)
+        code, err = finish(proc)
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    assert code == 0 and not locked(err), err[-2000:]
+    rows = trials(db)
+    assert lost(before, db) == 0 and evaluated(rows) == TRIALS
+    killed = [t for t in rows if t["pid"] == pid and t["state"] != "COMPLETE"]
+    assert len(killed) == 1
+    check_rerun(rows, killed[0])
+    # random sampler: configuration i depends on (seed, index i) only, so 1 or 2 workers give one front
+    assert front(tmp_path) == reference["random"]
+
+
+def test_kill_9_of_the_whole_run_then_the_same_command_resumes_to_the_same_front(tmp_path, reference):
+    """One worker, NSGA-II (which reads earlier results): kill -9 of the process group mid-trial."""
+    db = tmp_path / "study.db"
+    proc = start(command(tmp_path, TRIALS, 1, "nsga2"))
+    try:
+        wait_for(db, proc, 5)
+        before = complete_trials(db)
+    finally:
+        kill_group(proc)
+    running = [t for t in trials(db) if t["state"] == "RUNNING"]
+    assert len(running) == 1 and len(before) < TRIALS  # killed in the middle of a trial
+    code, err = finish(start(command(tmp_path, TRIALS, 1, "nsga2")))
+    assert code == 0, err[-2000:]
+    rows = trials(db)
+    assert lost(before, db) == 0 and evaluated(rows) == TRIALS
+    check_rerun(rows, next(t for t in rows if t["number"] == running[0]["number"]))
+    assert front(tmp_path) == reference["nsga2"]
+
+
+def test_several_workers_on_one_sqlite_file_never_fail_on_a_locked_database(tmp_path):
+    """Two runs on one file (3 + 1 worker processes, short trials, 4 writers)."""
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    base = [sys.executable, "-m", "autotuner.cli", "run", f"{ROOT / 'examples/mlir/adaptive_sum.mlir'}:mean",
+            "--inputs", "bench.reliability_crash:adaptive_inputs", "--mode", "dynamic", "--trials", "16",
+            "--repeats", "1", "--clock", "cpu", "--storage", url, "--no-progress"]
+    procs = [start(base + ["--jobs", "3", "--study-name", "a", "--out", str(tmp_path / "a")]),
+             start(base + ["--jobs", "1", "--study-name", "b", "--out", str(tmp_path / "b")])]
+    results = [finish(p) for p in procs]
+    assert all(code == 0 and not locked(err) and "locked" not in err for code, err in results), results
+    rows = trials(tmp_path / "shared.db")
+    assert not any("locked" in str(t["attrs"].get("error", "")) for t in rows)
+    assert sum(t["state"] == "COMPLETE" for t in rows) >= 2 * 16 and not any(t["state"] == "RUNNING" for t in rows)
+    assert [json.loads((tmp_path / d / "result.json").read_text())["trials"] for d in "ab"] == [16, 16]
