@@ -32,8 +32,10 @@ def test_ctrl_c_stops_all_workers_and_keeps_finished_trials(tmp_path):
     cmd = [sys.executable, "-m", "autotuner.cli", "run", f"{ROOT / 'examples/mlir/adaptive_sum.mlir'}:mean",
            "--inputs", "test_autotuner_cli:adaptive_inputs", "--mode", "dynamic", "--trials", "40",
            "--repeats", "3", "--jobs", "2", "--out", str(tmp_path), "--no-progress"]
+    # its own process group, as a terminal would make it; SIGINT as in a terminal: a shell starts background
+    # jobs (CI, `make test &`) with SIGINT ignored, and Python keeps an inherited SIG_IGN, so Ctrl-C would be lost
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own process group, as a terminal would make it
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while complete_trials(tmp_path / "study.db") < 3 and time.monotonic() < deadline and proc.poll() is None:
