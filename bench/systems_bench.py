@@ -57,7 +57,7 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
     if name == "tools":
         from examples.systems.tools_agent import run_system as tools_run
 
-        return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir)
+        return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or ROOT / "reports" / "bench" / name)
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
     return rag_row(name, n_tune, trials, seconds, seed, out_dir)
