@@ -8,6 +8,7 @@ import math
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm.base import select_sentences
 from frontends.components.llm.component import AnswerComponent
 from frontends.components.llm.ladder import Cascade, Fallback
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
@@ -92,7 +93,7 @@ def test_fallback_on_an_unreachable_endpoint_and_on_a_rejected_answer():
 def component(**kw):
     v0, v1, exact = models()
     return AnswerComponent([v0, v1, exact], max_new_tokens=[2, 4], passages=[1, 2], context_chars=[20],
-                           precision=True, **kw)
+                           sentences=[1], precision=True, **kw)
 
 
 def test_component_knobs_are_listed_as_knob_specs():
@@ -102,6 +103,7 @@ def test_component_knobs_are_listed_as_knob_specs():
         "answer.max_new_tokens": ("param", (0, 1, 2)),
         "answer.passages": ("param", (0, 1, 2)),
         "answer.context_chars": ("param", (0, 1)),
+        "answer.sentences": ("param", (0, 1)),
         "answer.precision": ("precision_reduce", (0, 1, 2)),
     }
     assert component().knobs()[0].transform_type == "func_substitute"
@@ -128,6 +130,8 @@ def test_component_knobs_do_what_they_say():
     assert one.tokens_used == exact.answer(QUESTION, CONTEXTS[:1], N).tokens_used
     cut = comp.configure({"context_chars": 1})(QUESTION, CONTEXTS, N)
     assert cut.text == exact.answer(QUESTION, [c[:20] for c in CONTEXTS], N).text
+    picked = comp.configure({"sentences": 1})(QUESTION, CONTEXTS, N)
+    assert picked.text == exact.answer(QUESTION, select_sentences(QUESTION, CONTEXTS, 1), N).text
     assert comp.configure({"precision": 1})(QUESTION, CONTEXTS, N).model == exact.name + "[bfloat16]"
     casc = component(thresholds=[2.0]).configure({"model": 2})(QUESTION, CONTEXTS, N)
     assert [s for s, _ in casc.stages] == [v1.name, exact.name]
@@ -142,3 +146,13 @@ def test_component_configuration_errors_and_program_protocol():
     built = comp.build({"answer.max_new_tokens": {"knob_val": 1}})
     assert built.knob("max_new_tokens") == 1 and comp.knob("max_new_tokens") == 0  # copies, not edits
     assert built(QUESTION, CONTEXTS, N).new_tokens == 2
+
+
+def test_select_sentences_keeps_the_question_words_sentences_in_order():
+    passage = "Paris is large. The Seine flows through Paris in France. Rome is old. Bread is sold in France."
+    q = "Which river flows through Paris?"
+    assert select_sentences(q, [passage], 1) == ["The Seine flows through Paris in France."]
+    assert select_sentences(q, [passage], 2) == ["Paris is large. The Seine flows through Paris in France."]
+    assert select_sentences(q, [passage, "One sentence."], 4) == [passage, "One sentence."]  # nothing to drop
+    assert select_sentences(q, [passage], None) == [passage]  # knob 0: unchanged
+    assert select_sentences("what is it?", ["A b. C d. E f."], 1) == ["A b."]  # no shared words: the first

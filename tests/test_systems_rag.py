@@ -79,7 +79,7 @@ def test_decision_picks_the_variant_of_each_question(bm25):
 def test_every_component_has_knobs(bm25, dense):
     names = {s.name for s in bm25.knobs()}
     assert {"preprocess", "bm25_terms", "bm25_docs", "bm25", "read", "answer.model", "answer.passages",
-            "answer.context_chars", "answer.precision", "answer.max_new_tokens"} <= names
+            "answer.context_chars", "answer.sentences", "answer.precision", "answer.max_new_tokens"} <= names
     dnames = {s.name for s in dense.knobs()}
     assert {"query.layers", "query.precision", "dense_dot", "dense_dot#2", "dense_docs", "dense", "read"} <= dnames
     assert next(s for s in bm25.knobs() if s.name == "read").kind == "ladder"

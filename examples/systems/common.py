@@ -82,7 +82,8 @@ def answer_components():
     from frontends.components.llm import AnswerComponent
 
     fast, pro = readers()
-    knobs = dict(max_new_tokens=(16, 8), passages=(2, 1), context_chars=(800, 500), precision=True)
+    knobs = dict(max_new_tokens=(16, 8), passages=(2, 1), context_chars=(800, 500), sentences=(3, 2),
+                 precision=True)
     return (AnswerComponent([fast, pro], name="answer", thresholds=CASCADE_THRESHOLDS, **knobs),
             AnswerComponent([fast], name="answer", **knobs))
 

@@ -4,7 +4,7 @@ top-3 passages, answer with the extractive reader (pro, 6 layers; or fast, 3).
 Knobs (all exact at 0):
   preprocess, bm25_terms, bm25_docs, bm25   the retriever (frontends.components.retrieval.bm25):
               simplified preprocessing, term skipping, corpus subsetting, top-k
-  answer.*    the answer component: cascade fast -> pro, passages, characters per
+  answer.*    the answer component: cascade fast -> pro, passages, sentences or characters per
               passage, answer tokens, precision (bfloat16)
   read        the answer step: variant per question (common.VARIANTS), decided by the
               BM25 margin between the first and second hit (x100, as an i32)

@@ -7,7 +7,7 @@ Knobs (all exact at 0):
   dense_dot, dense_dot#2, dense_docs, dense
               the similarity kernel (frontends.components.retrieval.dense): dimensions,
               precision of the dot product, document subsetting, top-k
-  answer.*    the answer component: cascade fast -> pro, passages, characters per
+  answer.*    the answer component: cascade fast -> pro, passages, sentences or characters per
               passage, answer tokens, precision (bfloat16)
   read        the answer step: variant per question (common.VARIANTS), decided by the
               cosine margin between the first and second hit (x1000, as an i32)

@@ -10,12 +10,13 @@ from frontends.components.llm.base import (
     AnswerModel,
     build_prompt,
     limit_contexts,
+    select_sentences,
     parse_prompt,
 )
 from frontends.components.llm.knobs import Knob, Knobbed, param_value
 
 __all__ = [
-    "PRECISIONS", "Answer", "AnswerModel", "build_prompt", "limit_contexts", "parse_prompt",
+    "PRECISIONS", "Answer", "AnswerModel", "build_prompt", "limit_contexts", "select_sentences", "parse_prompt",
     "Knob", "Knobbed", "param_value",
     "AnswerComponent", "Cascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
 ]

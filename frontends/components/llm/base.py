@@ -100,6 +100,36 @@ def limit_contexts(contexts: Sequence[str], passages: int | None = None, chars: 
     return out if chars is None else [c[:chars] for c in out]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"\w+")
+_STOPWORDS = frozenset(
+    "a an and are as at be by did do does for from how in is it its of on or that the this to was were what when "
+    "where which who whom whose why with".split())
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+def select_sentences(question: str, contexts: Sequence[str], keep: int | None) -> list[str]:
+    """The context-selection knob: of each passage, the `keep` sentences that share
+    the most content words with the question, in their order (ties: the earlier).
+    Unlike cutting passages to their first characters, it does not depend on where
+    in a long passage the answer is (None = unchanged)."""
+    if keep is None:
+        return list(contexts)
+    words = _content_words(question)
+    out = []
+    for c in contexts:
+        sents = _SENTENCE_END.split(c)
+        if len(sents) <= keep:
+            out.append(c)
+            continue
+        best = sorted(range(len(sents)), key=lambda i: (-len(words & _content_words(sents[i])), i))[:keep]
+        out.append(" ".join(sents[i] for i in sorted(best)))
+    return out
+
+
 INSTRUCTION = "Answer the question using the context. Reply with a short answer only."
 _PASSAGE = re.compile(r"^\[(\d+)\] ", re.M)
 

@@ -4,9 +4,10 @@ first, the exact model last) plus max new tokens, context length and precision.
 Knobs (each exact at 0; see knobs.py for the shared meanings):
 - `model`: `cascade` when thresholds are given (ladder.py's Cascade over the
   ladder), else `func_substitute` (k >= 1 answers with ladder[k-1] alone);
-- `max_new_tokens`, `passages`, `context_chars`: `param` over the given lists
-  (k = 0 keeps the caller's value: the call's max_new_tokens, all passages,
-  whole passages);
+- `max_new_tokens`, `passages`, `context_chars`, `sentences`: `param` over the
+  given lists (k = 0 keeps the caller's value: the call's max_new_tokens, all
+  passages, whole passages; `sentences` keeps the n sentences of each passage
+  that share most words with the question, `base.select_sentences`);
 - `precision`: `precision_reduce`, k computes local torch models in
   PRECISIONS[k] (1 = bfloat16, 2 = float16); HTTP endpoints are unaffected.
 Only knobs with something to choose from are listed."""
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel, limit_contexts
+from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel, limit_contexts, select_sentences
 from frontends.components.llm.knobs import Knob, Knobbed, param_value
 from frontends.components.llm.ladder import Cascade
 
@@ -25,13 +26,14 @@ class AnswerComponent(Knobbed, AnswerModel):
     def __init__(self, ladder: Sequence[AnswerModel], *, name: str = "answer",
                  thresholds: Sequence[float] = (), max_new_tokens: Sequence[int] = (),
                  passages: Sequence[int] = (), context_chars: Sequence[int] = (),
-                 precision: bool = False, confidence: Callable[[Answer], float | None] | None = None):
+                 sentences: Sequence[int] = (), precision: bool = False, confidence: Callable[[Answer], float | None] | None = None):
         if not ladder:
             raise ApproxError("an answer component needs at least one model (the exact one, last)", where=name)
         self.ladder, self.name = list(ladder), name
         self.thresholds = [float(t) for t in thresholds]
         self.max_new_tokens_values, self.passages_values = list(max_new_tokens), list(passages)
         self.context_chars_values, self.precision = list(context_chars), precision
+        self.sentences_values = list(sentences)
         self.confidence = confidence
         self._knob_values = {}
 
@@ -45,7 +47,9 @@ class AnswerComponent(Knobbed, AnswerModel):
                               "k >= 1 answers with ladder[k-1] instead of the exact (last) model"))
         for knob, values, meaning in (("max_new_tokens", self.max_new_tokens_values, "tokens the model may produce"),
                                       ("passages", self.passages_values, "first n passages"),
-                                      ("context_chars", self.context_chars_values, "characters kept per passage")):
+                                      ("context_chars", self.context_chars_values, "characters kept per passage"),
+                                      ("sentences", self.sentences_values,
+                                       "sentences kept per passage (most words shared with the question)")):
             if values:
                 table.append(Knob(knob, "param", tuple(range(len(values) + 1)), meaning))
         if self.precision:
@@ -66,6 +70,8 @@ class AnswerComponent(Knobbed, AnswerModel):
         return ladder[k - 1]
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+        contexts = select_sentences(question, contexts,
+                                    param_value(self.knob("sentences"), self.sentences_values, None))
         contexts = limit_contexts(
             contexts,
             param_value(self.knob("passages"), self.passages_values, None),
