@@ -34,6 +34,7 @@ from bench.systems_bench import LEVELS, PAPER, SHAPE, SYSTEMS, TARGETS  # noqa: 
 KERNELS = ("bm25", "kb", "kmeans", "lavamd", "pagerank")
 KERNEL_LEVELS = ("1", "5", "10")
 JSON_PATH, MD_PATH = ROOT / "bench" / "results.json", ROOT / "bench" / "results.md"
+RUNS_PATH = ROOT / "bench" / "results_runs.json"  # per part: the command, commit and details of its run
 
 
 def machine() -> str:
@@ -115,7 +116,8 @@ def _x(v) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
-def markdown(data: dict, details: dict, missing: dict, kept: list, command: str, seconds: float) -> str:
+def markdown(data: dict, details: dict, missing: dict, kept: list, command: str, seconds: float,
+             runs: dict | None = None) -> str:
     lines = ["# Issue 6 results: compound AI systems and kernels", "",
              f"- machine: {data['machine']}", f"- commit: {data['commit']}",
              f"- command: `{command}` ({seconds / 60:.1f} min)", "",
@@ -174,7 +176,9 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
     if missing or kept:
         lines += ["", "## Not run here", ""]
         lines += [f"- {k}: missing: {v}" for k, v in missing.items()]
-        lines += [f"- {k}: kept from the previous bench/results.json" for k in kept]
+        lines += [f"- {k}: kept from the previous bench/results.json" + (
+            f", made by `{runs[k]['command']}` ({runs[k]['minutes']:.1f} min, commit {runs[k]['commit']})"
+            if runs and k in runs else "") for k in kept]
     return "\n".join(lines) + "\n"
 
 
@@ -190,7 +194,11 @@ def main(argv=None) -> int:
     ap.add_argument("--kernel-trials", type=int, default=12)
     ap.add_argument("--kernel-n-tune", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--render", action="store_true",
+                    help="run nothing: write results.md again from results.json and results_runs.json")
     args = ap.parse_args(argv)
+    if args.render:
+        return render()
     parts = [p.strip() for p in (args.only or ",".join([*SYSTEMS, "kernels"])).split(",") if p.strip()]
     unknown = [p for p in parts if p not in (*SYSTEMS, "kernels")]
     if unknown:
@@ -219,10 +227,28 @@ def main(argv=None) -> int:
     data = {"systems": systems, "kernels": kernels, "machine": machine(), "commit": commit()}
     JSON_PATH.write_text(json.dumps(data, indent=2) + "\n")
     command = " ".join([".venv/bin/python", "bench/results.py", *(argv if argv is not None else sys.argv[1:])])
-    md = markdown(data, details, missing, kept, command, time.perf_counter() - start)
+    runs = json.loads(RUNS_PATH.read_text()) if RUNS_PATH.is_file() else {}
+    for part in parts:
+        runs[part] = {"command": command, "commit": data["commit"], "minutes": (time.perf_counter() - start) / 60,
+                      "details": details.get(part)}
+    RUNS_PATH.write_text(json.dumps(runs, indent=2, default=str) + "\n")
+    details = {n: runs[n]["details"] for n in SYSTEMS if n in runs and runs[n].get("details")}
+    md = markdown(data, details, missing, kept, command, time.perf_counter() - start, runs)
     MD_PATH.write_text(md)
     print(md)
     print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}")
+    return 0
+
+
+def render() -> int:
+    """results.md from the recorded results (parts of several runs: each says its command)."""
+    data, runs = json.loads(JSON_PATH.read_text()), json.loads(RUNS_PATH.read_text())
+    details = {n: runs[n]["details"] for n in SYSTEMS if n in runs and runs[n].get("details")}
+    kept = [n for n in (*SYSTEMS, "kernels") if n in runs]
+    missing = {n: "not run" for n in SYSTEMS if data["systems"].get(n) is None}
+    md = markdown(data, details, missing, kept, ".venv/bin/python bench/results.py --render (parts below)", 0.0, runs)
+    MD_PATH.write_text(md.replace("## Not run here", "## Runs"))
+    print(md)
     return 0
 
 
