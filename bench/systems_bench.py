@@ -23,15 +23,9 @@ PAPER = {"rag_bm25": (1.00, 1.23, 1.57), "rag_dense": (2.64, 2.64, 3.04), "tools
 TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5)}  # issue 6: >= speedup at <= loss %
 
 
-def best(result, percent: int, mode: str) -> float:
-    """Held-out speedup of the fastest front point within the loss; 1.0 (exact) when none."""
-    p = result.best_within(percent / 100 + 1e-9, mode=mode, split="eval")
-    return max(1.0, float(p.speedup_eval)) if p is not None else 1.0
-
-
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None) -> dict:
-    from examples.systems.tuning import tune_system
+    from examples.systems.tuning import held_out_speedup as best, tune_system
 
     run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or ROOT / "reports" / "bench" / name, seed=seed,
                       eval_repeats=2)

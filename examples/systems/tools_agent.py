@@ -135,7 +135,8 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     evaluate both fronts on 5 x n_tune held-out items: the row of bench/results.json.
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import tune
-    from examples.systems.common import TimeUp, one_thread
+    from examples.systems.common import one_thread
+    from examples.systems.tuning import held_out_speedup, search_static_then_dynamic
 
     one_thread()
     start = time.perf_counter()
@@ -147,32 +148,22 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     for old in [*out.glob("study.db*"), out / "result.json"]:  # a fresh study (ours only: the folder may hold more)
         old.unlink(missing_ok=True)
     storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(LEVELS) / 100
-    common = dict(metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed, storage=storage, study_name="tools",
+    common = dict(metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed, storage=storage,
                   out_dir=out, eval_inputs=eval_in, eval_references=eval_items, repeats=REPEATS, clock="cpu")
-    t0 = time.perf_counter()
-    limits = (None, None) if seconds is None else (t0 + seconds / 2, t0 + seconds)
-    for mode, deadline in zip(("static", "dynamic"), limits):
-        if mode == "dynamic":
-            seed_dynamic(program, storage, "tools", budget, max(2, trials // 2))
-        program.deadline = deadline
-        try:
-            tune(program, tune_in, tune_items, mode=mode, n_trials=trials, evaluate=False, **common)
-        except TimeUp:
-            pass
-        finally:
-            program.deadline = None
-    done = [_evaluated(storage, f"tools/{m}") for m in ("static", "dynamic")]
-    result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done)),
-                  **{**common, "repeats": EVAL_REPEATS})
+    done = search_static_then_dynamic(
+        program, tune_in, tune_items, name="tools", trials=trials, seconds=seconds,
+        seed_dynamic=lambda: seed_dynamic(program, storage, "tools", budget, max(2, trials // 2)), **common)
+    result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done.values())),
+                  study_name="tools", **{**common, "repeats": EVAL_REPEATS})
     exact = program.exact()
     outputs = [exact(q) for q in eval_in]
     row = {"exact_seconds_per_query": result.exact_seconds_eval / len(eval_in),
-           "static": {str(p): _best(result, p, "static") for p in LEVELS},
-           "dynamic": {str(p): _best(result, p, "dynamic") for p in LEVELS},
+           "static": {str(p): held_out_speedup(result, p, "static") for p in LEVELS},
+           "dynamic": {str(p): held_out_speedup(result, p, "dynamic") for p in LEVELS},
            "tuning_seconds": result.tuning_seconds, "trials": result.trials,
            "qos_exact": sum(ast_match(o, i) for o, i in zip(outputs, eval_items)) / len(eval_items),
            "qos_exact_by_category": accuracy_by_category(eval_items, outputs),
-           "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": dict(zip(("static", "dynamic"), done)),
+           "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": done,
            "result": str(out / "result.json")}
     from autotuner.report import write_report
 
@@ -240,21 +231,6 @@ def __getattr__(name: str):
     if name == "program":
         return system()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _evaluated(storage: str, study_name: str) -> int:
-    import optuna
-
-    from autotuner import search
-    from autotuner.study import open_storage
-
-    return search.counts(optuna.load_study(study_name=study_name, storage=open_storage(storage)))["evaluated"]
-
-
-def _best(result, percent: int, mode: str) -> float:
-    """Held-out speedup of the fastest front point within the loss; 1.0 (exact) when none."""
-    p = result.best_within(percent / 100 + 1e-9, mode=mode, split="eval")
-    return max(1.0, float(p.speedup_eval)) if p is not None else 1.0
 
 
 if __name__ == "__main__":

@@ -63,7 +63,8 @@ def load_system(name: str):
     return importlib.import_module(SYSTEMS[name]).system()
 
 
-def _counts(storage: str, study_name: str) -> int:
+def evaluated_trials(storage: str, study_name: str) -> int:
+    """Trials of a study that were measured (0 when the study does not exist)."""
     import optuna
 
     from autotuner import search
@@ -74,6 +75,38 @@ def _counts(storage: str, study_name: str) -> int:
     except KeyError:
         return 0
     return search.counts(study)["evaluated"]
+
+
+def held_out_speedup(result, percent: int, mode: str) -> float:
+    """Held-out speedup of the fastest front point within `percent` % QoS loss; 1.0
+    (the exact program) when none is."""
+    p = result.best_within(percent / 100 + 1e-9, mode=mode, split="eval")
+    return max(1.0, float(p.speedup_eval)) if p is not None else 1.0
+
+
+def search_static_then_dynamic(program, inputs, references, *, name: str, trials: int, seconds: float | None,
+                               seed_dynamic, **tune_kwargs) -> dict[str, int]:
+    """The two searches of a system on one study file: static, then dynamic after
+    `seed_dynamic()` queued its first trials; each until `trials` evaluations or its
+    half of `seconds` (`program.deadline`: the program raises `TimeUp` between trials,
+    which keeps the finished ones). Returns the evaluated trials per mode."""
+    from autotuner.study import tune
+    from examples.systems.common import TimeUp
+
+    t0 = time.perf_counter()
+    limits = (None, None) if seconds is None else (t0 + seconds / 2, t0 + seconds)
+    for mode, deadline in zip(("static", "dynamic"), limits):
+        if mode == "dynamic":
+            seed_dynamic()
+        program.deadline = deadline
+        try:
+            tune(program, inputs, references, mode=mode, n_trials=trials, evaluate=False, study_name=name,
+                 **tune_kwargs)
+        except TimeUp:
+            pass
+        finally:
+            program.deadline = None
+    return {m: evaluated_trials(tune_kwargs["storage"], f"{name}/{m}") for m in ("static", "dynamic")}
 
 
 def dynamic_seeds(space, static_configs: list[dict], states: list[int]) -> list[dict]:
@@ -170,7 +203,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     about `seconds` of search; `evaluate=False` skips the held-out evaluation, which
     times `eval_repeats` passes per configuration (the median)."""
     from autotuner.study import tune
-    from examples.systems.common import METRIC, NARROW, TimeUp, question_sets
+    from examples.systems.common import METRIC, NARROW, question_sets
 
     start = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else ROOT / "reports" / name
@@ -182,25 +215,16 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     negligible = program.negligible_knobs(tune_q[:8])
     fix = {k: 0 for k in negligible}
     storage = f"sqlite:///{(out / 'study.db').resolve()}"
-    common = dict(metric=METRIC, budget=budget, sampler=sampler, seed=seed, storage=storage, study_name=name,
+    common = dict(metric=METRIC, budget=budget, sampler=sampler, seed=seed, storage=storage,
                   out_dir=out, eval_inputs=eval_q, eval_references=eval_a, repeats=REPEATS, clock=CLOCK,
                   narrow=NARROW, fix=fix, progress=progress)
-    t0 = time.perf_counter()
-    limits = (None, None) if seconds is None else (t0 + seconds / 2, t0 + seconds)
-    for mode, deadline in zip(("static", "dynamic"), limits):
-        if mode == "dynamic":
-            seed_dynamic(program, storage, name, budget, NARROW, fix, program.states(tune_q),
-                         limit=max(2, trials // 2))  # at most half the trials
-        program.deadline = deadline
-        try:
-            tune(program, tune_q, None, mode=mode, n_trials=trials, evaluate=False, **common)
-        except TimeUp:
-            pass
-        finally:
-            program.deadline = None
-    done = {m: _counts(storage, f"{name}/{m}") for m in ("static", "dynamic")}
+    done = search_static_then_dynamic(
+        program, tune_q, None, name=name, trials=trials, seconds=seconds,
+        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, NARROW, fix, program.states(tune_q),
+                                          limit=max(2, trials // 2)),  # at most half the trials
+        **common)
     result = tune(program, tune_q, None, mode="both", n_trials=max(1, min(done.values())), evaluate=evaluate,
-                  **{**common, "repeats": eval_repeats})
+                  study_name=name, **{**common, "repeats": eval_repeats})
     merge_static_front(result, program)
     answers = program.exact_answers
     qos_exact = sum(METRIC.fn(answers[q], a) for q, a in zip(eval_q, eval_a)) / len(eval_q) if evaluate else None
