@@ -2,7 +2,8 @@
 
 A dataset's QoS is the mean over its inputs. The reference is the ground truth
 when one is given, else the exact program's output. Definitions as ApproxMLIR
-uses them: answer containment with SQuAD's normalisation for QA, 1 - relative L2
+uses them: answer containment with SQuAD's normalisation for QA (whole words:
+gold "V" is not in "vehicles"), 1 - relative L2
 error for numeric kernels, rank-biased overlap (p = 0.95) for rankings.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import string
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +41,22 @@ def containment(output: Any, reference: Any) -> float:
     """1 when a gold answer (any of a list) appears in the normalised output."""
     out = f" {normalize_answer(output)} "
     return float(any(a and f" {a} " in out for a in _answers(reference)))
+
+
+def token_f1(output: Any, reference: Any) -> float:
+    """SQuAD's token F1 between the normalised output and the best gold answer."""
+    pred = normalize_answer(output).split()
+    best = 0.0
+    for gold in _answers(reference):
+        g = gold.split()
+        if not pred or not g:
+            best = max(best, float(pred == g))
+            continue
+        common = sum((Counter(pred) & Counter(g)).values())
+        if common:
+            precision, recall = common / len(pred), common / len(g)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
 
 
 def exact_match(output: Any, reference: Any) -> float:
@@ -104,6 +122,7 @@ def rbo(output: Sequence, reference: Sequence, p: float = 0.95) -> float:
 BUILTIN: dict[str, Callable[[Any, Any], float]] = {
     "containment": containment,
     "exact_match": exact_match,
+    "token_f1": token_f1,
     "rel_l2": rel_l2,
     "rbo": rbo,
 }

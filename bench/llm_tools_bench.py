@@ -39,6 +39,7 @@ def timed_rounds(configs: dict, run, rounds: int = ROUNDS) -> dict[str, float]:
 
 
 def reader_bench() -> None:
+    from autotuner.metrics import exact_match
     from examples import squad
     from frontends.components.llm import AnswerComponent, ExtractiveReader
 
@@ -76,7 +77,7 @@ def reader_bench() -> None:
     print(f"\nreader on {N_QUESTIONS} SQuAD eval questions (gold + 2 paragraphs), median of {ROUNDS} rounds")
     print(f"{'configuration':30s} {'ms/question':>12s} {'speedup':>8s} {'EM':>6s} {'pro asked':>9s}")
     for name in configs:
-        em = sum(squad.exact_match(a.text, q.answers) for a, q in zip(answers[name], qs)) / len(qs)
+        em = sum(exact_match(a.text, q.answers) for a, q in zip(answers[name], qs)) / len(qs)
         asked = sum(any(s.startswith(pro.name) for s, _ in a.stages) for a in answers[name]) / len(qs)
         print(f"{name:30s} {1000 * times[name] / len(qs):12.1f} {base / times[name]:8.2f} {100 * em:6.1f} "
               f"{100 * asked:8.0f}%")

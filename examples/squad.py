@@ -1,4 +1,6 @@
-"""SQuAD v1.1 dev: loading, the by-article split, and the SQuAD answer metrics.
+"""SQuAD v1.1 dev: loading and the by-article split. (The answer metrics,
+containment, token F1 and exact match, live in `autotuner.metrics`: one definition
+for tuning, evaluation, the examples and the benchmarks.)
 
 No SQuAD train file exists here, so the dev set is split BY ARTICLE (disjoint
 articles for training the readers, for tuning and for evaluation). The split is
@@ -10,9 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import string
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -89,35 +88,3 @@ def sample_questions(n_tune: int, seed: int = 0, eval_factor: int = 5, path: Pat
     tune, evaluation = questions_of("tune", path), questions_of("eval", path)
     pick = lambda qs, n: [qs[i] for i in sorted(rng.choice(len(qs), size=min(n, len(qs)), replace=False))]  # noqa: E731
     return pick(tune, n_tune), pick(evaluation, n_tune * eval_factor)
-
-
-# SQuAD's official answer normalisation and metrics.
-def normalize_answer(s: str) -> str:
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
-
-
-def exact_match(prediction: str, answers) -> float:
-    return float(any(normalize_answer(prediction) == normalize_answer(a) for a in answers))
-
-
-def f1(prediction: str, answers) -> float:
-    def one(pred: str, gold: str) -> float:
-        p, g = normalize_answer(pred).split(), normalize_answer(gold).split()
-        common = sum((Counter(p) & Counter(g)).values())
-        if not p or not g:
-            return float(p == g)
-        if common == 0:
-            return 0.0
-        precision, recall = common / len(p), common / len(g)
-        return 2 * precision * recall / (precision + recall)
-
-    return max(one(prediction, a) for a in answers)
-
-
-def contains_answer(output: str, answers) -> float:
-    """The paper's QoS for QA systems: the gold answer appears in the output."""
-    out = normalize_answer(output)
-    return float(any(normalize_answer(a) and normalize_answer(a) in out for a in answers))

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from autotuner.metrics import exact_match, token_f1
 from examples import squad
 from examples.reader.model import Reader
 from examples.reader.spans import best_spans, encode, span_labels, tokenizer
@@ -60,8 +61,8 @@ def evaluate(model: Reader, tok, qs, device: str, batch: int = 64) -> dict[str, 
             s, e = model(*args)
         spans = best_spans(enc, s.float().cpu().numpy(), e.float().cpu().numpy(), contexts)
         for q, span in zip(chunk, spans):
-            em += squad.exact_match(span.text, q.answers)
-            f1 += squad.f1(span.text, q.answers)
+            em += exact_match(span.text, q.answers)
+            f1 += token_f1(span.text, q.answers)
     return {"exact_match": 100 * em / len(qs), "f1": 100 * f1 / len(qs), "questions": len(qs)}
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from autotuner.measure import Measurer, split_inputs
-from autotuner.metrics import containment, exact_match, get_metric, normalize_answer, rbo, rel_l2
+from autotuner.metrics import containment, exact_match, get_metric, normalize_answer, rbo, rel_l2, token_f1
 from autotuner.program import MlirProgram
 from autotuner.search import dominates, hypervolume, pareto_indices
 from bench.tuning_bench import kernel_inputs, kernel_text
@@ -20,6 +20,26 @@ def test_squad_normalisation_and_containment():
     assert containment("Paris, France", ["Lyon", "paris"]) == 1.0
     assert exact_match("the Answer.", "answer") == 1.0
     assert exact_match(np.array([1, 2]), np.array([1, 2])) == 1.0 and exact_match(3, 4) == 0.0
+
+
+def test_containment_is_whole_words_everywhere():
+    """One answer-containment definition: a gold answer inside a longer word is not contained
+    (plain substring matching called gold "V" contained in "vehicles")."""
+    assert containment("electric vehicles", ("V",)) == 0.0
+    assert containment("Super Bowl V", ("V",)) == 1.0
+    assert containment("Denver Broncos", ("Broncos",)) == 1.0
+    assert containment("the Broncoss", ("Broncos",)) == 0.0
+    import examples.squad as squad
+    from examples.systems import common
+
+    assert not hasattr(squad, "contains_answer") and not hasattr(squad, "normalize_answer")
+    assert common.answer_qos("electric vehicles", ("V",)) == 0.0  # held-out QoS of the RAG systems
+
+
+def test_token_f1():
+    assert token_f1("the Denver Broncos", "Denver Broncos") == 1.0
+    assert token_f1("Broncos", ["Denver Broncos", "x"]) == 2 * (1 * 0.5) / 1.5
+    assert token_f1("", "") == 1.0 and token_f1("a", "b") == 0.0
 
 
 def test_relative_l2():

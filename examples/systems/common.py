@@ -29,7 +29,7 @@ from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.config import KnobSpec
-from autotuner.metrics import Metric
+from autotuner.metrics import Metric, containment, token_f1
 from autotuner.program import exact_config
 from examples import squad
 
@@ -44,14 +44,14 @@ NARROW = {"answer.precision": [0, 1]}  # float16 (value 2) runs 4x slower than f
 def answer_qos(output: str, reference) -> float:
     """QoS of one answer. Against the gold answers (a tuple: the held-out evaluation)
     the paper's: a gold answer appears in the output (SQuAD normalisation,
-    `examples.squad.contains_answer`). Against the exact program's answer (a string:
+    `autotuner.metrics.containment`, whole words). Against the exact program's answer (a string:
     tuning) SQuAD's token F1 between the two: every tuning question counts, not only
     those the exact program gets right, a loss is never negative, and a configuration
     that changes answers a little ranks between one that changes none and one that
     changes many (a pass/fail score ties them on a few dozen tuning questions)."""
     if isinstance(reference, str):
-        return squad.f1(output, (reference,))
-    return squad.contains_answer(output, reference)
+        return token_f1(output, reference)
+    return containment(output, reference)
 
 
 METRIC = Metric("gold answer contained (tuning: token F1 to the exact answer)", answer_qos)
