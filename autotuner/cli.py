@@ -4,6 +4,7 @@ report, and apply a chosen configuration.
   approx-tune run PROGRAM --inputs GEN [options]   (PROGRAM: file.mlir:entry or pkg.module:function)
   approx-tune report [--out DIR | --result FILE | --storage URL --study-name NAME] [--to DIR]
   approx-tune apply [--out DIR | --result FILE] [--mode M] [--point I | --max-loss X] [FILE.mlir] [-o OUT]
+  approx-tune verify [--out DIR | --result FILE] [--mode M] [--point I ...] [--inputs GEN] [--reverse]
 
 Re-running the same `run` command resumes its study. Every failure is one line
 and exit code 1 (`--debug` shows the traceback); Ctrl-C keeps finished trials
@@ -77,13 +78,25 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", action="store_true", help="also write the report to OUT/report")
 
     for name, text in (("report", "write the report of a finished study"),
-                       ("apply", "write the transformed IR of a front configuration")):
+                       ("apply", "write the transformed IR of a front configuration"),
+                       ("verify", "re-measure front points paired with the exact program on the held-out inputs")):
         s = sub.add_parser(name, help=text)
         s.add_argument("--out", help="the run's output folder (holds result.json)")
         s.add_argument("--result", help="a result.json")
         s.add_argument("--storage", help="the study storage URL (with --study-name)")
         s.add_argument("--study-name")
-    rep, app = sub.choices["report"], sub.choices["apply"]
+    rep, app, ver = sub.choices["report"], sub.choices["apply"], sub.choices["verify"]
+    ver.add_argument("--mode", choices=["static", "dynamic"], help="default: both")
+    ver.add_argument("--point", type=int, action="append",
+                     help="index in the mode's front (by increasing tuning QoS loss); repeatable; default: all")
+    ver.add_argument("--inputs", help="pkg.module:function or file.py:function giving the inputs to measure on "
+                     "(default: the run's held-out split)")
+    ver.add_argument("--program", help="the program, if the result does not say (file.mlir:entry, pkg.module:attr)")
+    ver.add_argument("--metric", help="the QoS metric, if the result does not say")
+    ver.add_argument("--repeats", type=int, help="timing rounds for cheap programs (default 5)")
+    ver.add_argument("--clock", choices=["wall", "cpu"], help="default: the run's")
+    ver.add_argument("--reverse", action="store_true", help="measure the points in reverse order")
+    ver.add_argument("--json", help="also write the figures to this JSON file")
     rep.add_argument("--to", help="report folder (default OUT/report)")
     app.add_argument("source", nargs="?", help="the program's .mlir file (default: the IR stored in the result)")
     app.add_argument("--mode", choices=["static", "dynamic"], help="default: any")
@@ -132,6 +145,9 @@ def cmd_run(a) -> int:
                   progress=progress, objective=a.objective,
                   money=_load_fn(a.money, "money cost function") if a.money else None)
     out = out or Path("approx-tune") / _safe(result.program)
+    result.metric_spec = a.metric
+    result.held_out = {"inputs": a.inputs, "kwargs": {}, "eval_ratio": a.eval_ratio, "seed": a.seed}
+    result.save(out / "result.json")
     print(summary(result))
     print(f"result: {out / 'result.json'}")
     if a.report:
@@ -215,10 +231,32 @@ def cmd_apply(a) -> int:
     return 0
 
 
+def cmd_verify(a) -> int:
+    from dataclasses import asdict
+
+    from autotuner.verify import table, verify
+
+    result = _load(a)
+    inputs = refs = None
+    if a.inputs:
+        from autotuner.loading import load_inputs
+
+        inputs, refs = load_inputs(a.inputs)
+    rows = verify(result, mode=a.mode, points=a.point, inputs=inputs, references=refs, program=a.program,
+                  metric=_metric(a.metric) if a.metric else None, repeats=a.repeats, clock=a.clock,
+                  reverse=a.reverse, progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    print(f"{result.program}: {rows[0].n} inputs, paired {a.clock or result.clock or 'wall'} time; "
+          "speedup with its 95 % interval; change = re-measured / recorded speedup - 1")
+    print(table(rows))
+    if a.json:
+        Path(a.json).write_text(json.dumps([asdict(v) for v in rows], indent=2) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "report": cmd_report, "apply": cmd_apply}[args.command](args)
+        return {"run": cmd_run, "report": cmd_report, "apply": cmd_apply, "verify": cmd_verify}[args.command](args)
     except ApproxError as err:
         if args.debug:
             raise

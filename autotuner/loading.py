@@ -64,8 +64,19 @@ def as_program(obj: Any):
         p = p() if callable(p) and attr == "as_program" else p
         if p is not None and callable(getattr(p, "knobs", None)) and callable(getattr(p, "build", None)):
             return p
+    if _is_factory(obj):  # a function that makes the program (e.g. a system with its components loaded)
+        return as_program(obj())
     raise ApproxError(f"cannot tune {type(obj).__name__} {getattr(obj, '__name__', '')!s}: a program needs "
                       ".knobs() and .build(config) (an MlirProgram or a decorated function)", where=WHERE)
+
+
+def _is_factory(obj: Any) -> bool:
+    import inspect
+
+    if not inspect.isfunction(obj):
+        return False
+    params = inspect.signature(obj).parameters.values()
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
 
 
 def load_program(spec: str):
@@ -81,14 +92,14 @@ def load_program(spec: str):
     return as_program(load_object(spec, "program"))
 
 
-def load_inputs(spec: str) -> tuple[list, list | None]:
-    """Call an inputs generator: it returns a list of inputs, or a tuple
-    (inputs, references) with references None or one per input."""
+def load_inputs(spec: str, kwargs: dict | None = None) -> tuple[list, list | None]:
+    """Call an inputs generator (with `kwargs`): it returns a list of inputs, or a
+    tuple (inputs, references) with references None or one per input."""
     fn = load_object(spec, "inputs generator")
     if not callable(fn):
         raise ApproxError(f"inputs generator {spec} is not callable", where=WHERE)
     try:
-        got = fn()
+        got = fn(**(kwargs or {}))
     except ApproxError:
         raise
     except Exception as err:

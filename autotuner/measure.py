@@ -3,20 +3,24 @@ speedup over it, both on the same inputs in the same process.
 
 QoS loss = (QoS_exact - QoS_approx) / QoS_exact. With ground truth, both QoS are
 measured against it (a loss can then be negative: better than exact); without,
-QoS_approx is measured against the exact outputs and QoS_exact = 1. Cost: the
-first pass over the inputs is the warm-up (its outputs give the QoS), then the
-median wall time of `repeats` timed samples, a sample being as many passes as
-take >= 20 ms (so microsecond kernels are timed above the clock's noise). The
-exact program is timed in the same process on the same inputs: when its samples
-are cheap (all of them under 0.25 s) it is timed again with every configuration,
-samples alternating with the configuration's (load changes of a shared machine
-then hit both alike); otherwise once per split and cached. Speedup = exact /
-approximate median. `clock="wall"` times wall-clock seconds (what a user waits:
-right for programs that wait on servers or run threads); `clock="cpu"` the
-calling thread's CPU seconds, which a busy shared machine barely disturbs (right
-for in-process JIT kernels, which run in the calling thread). With
-`objective="money"` the ratio is of money costs (`money(config, args, output)`
-per run) instead.
+QoS_approx is measured against the exact outputs and QoS_exact = 1.
+
+Speedup is always paired: the exact and the approximate program are timed side by
+side, never against an exact time taken at another moment (on a shared machine
+that is another experiment). The inputs are cut into blocks of consecutive inputs
+whose exact run lasts >= 20 ms (one input per block for programs that take longer;
+a block repeats its inputs when the whole pass is shorter, so microsecond kernels
+are timed above the clock's noise). Each block is timed exact then approximate (or
+approximate then exact, alternating), so a load change of the machine hits both
+alike; cheap passes (under 0.25 s) get `repeats` rounds, costly ones as many as
+give >= 8 blocks in all (at most `repeats`). Speedup = total exact time / total
+approximate time; its 95 % interval is a bootstrap over the timed blocks. The
+first pass over the inputs is the warm-up (its outputs give the QoS).
+`clock="wall"` times wall-clock seconds (what a user waits: right for programs
+that wait on servers or run threads); `clock="cpu"` the calling thread's CPU
+seconds, which a busy shared machine barely disturbs (right for in-process JIT
+kernels and torch on one thread). With `objective="money"` the ratio is of money
+costs (`money(config, args, output)` per run) instead.
 """
 
 from __future__ import annotations
@@ -34,8 +38,13 @@ from approx_dialect.diagnostics import ApproxError
 from autotuner.metrics import Metric, get_metric
 
 WHERE = "<measure>"
-MIN_SAMPLE_SECONDS = 0.02  # a timed sample repeats the pass until it lasts this long
-INTERLEAVE_SECONDS = 0.25  # re-time the exact program with each configuration when this cheap
+MIN_BLOCK_SECONDS = 0.02  # a timed block holds (or repeats) inputs until its exact run lasts this long
+CHEAP_PASS_SECONDS = 0.25  # a pass this cheap is timed in `repeats` rounds
+MIN_BLOCKS = 8  # costly passes: rounds until this many blocks are timed (at most `repeats` rounds)
+BOOTSTRAP_SAMPLES = 2000
+TIMING = ("paired: exact and approximate timed side by side, block by block (a block: consecutive inputs "
+          "whose exact run lasts >= 20 ms, one input for costly programs), order alternating; speedup = total "
+          "exact time / total approximate time; interval: 95 % bootstrap over the blocks")
 CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 
 
@@ -45,14 +54,64 @@ def as_args(x: Any) -> tuple:
 
 
 @dataclass
+class PairedTiming:
+    """Exact and approximate seconds per timed block (one pass of the block), side by side."""
+
+    exact: np.ndarray
+    approx: np.ndarray
+    rounds: int
+
+    @property
+    def speedup(self) -> float:
+        return ratio(float(self.exact.sum()), float(self.approx.sum()))
+
+    def interval(self, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+        """Bootstrap interval of the speedup over the timed blocks (deterministic: seeded)."""
+        return bootstrap_ratio(self.exact, self.approx, level, seed)
+
+    @property
+    def exact_seconds(self) -> float:  # one exact pass over the inputs
+        return float(self.exact.sum()) / self.rounds
+
+    @property
+    def approx_seconds(self) -> float:
+        return float(self.approx.sum()) / self.rounds
+
+
+def ratio(exact: float, approx: float) -> float:
+    return exact / approx if approx > 0 else (1.0 if exact <= 0 else float("inf"))
+
+
+def bootstrap_ratio(exact: np.ndarray, approx: np.ndarray, level: float = 0.95,
+                    seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap of sum(exact) / sum(approx), resampling paired units."""
+    exact, approx = np.asarray(exact, dtype=float), np.asarray(approx, dtype=float)
+    if len(exact) < 2:
+        r = ratio(float(exact.sum()), float(approx.sum()))
+        return r, r
+    idx = np.random.default_rng(seed).integers(0, len(exact), size=(BOOTSTRAP_SAMPLES, len(exact)))
+    e, a = exact[idx].sum(axis=1), approx[idx].sum(axis=1)
+    rs = np.divide(e, a, out=np.full_like(e, np.inf), where=a > 0)
+    lo, hi = np.quantile(rs, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+@dataclass
 class Measurement:
     qos_loss: float
     speedup: float
-    seconds: float  # median time of one pass (exact: its own; approx: this config's)
+    seconds: float  # time of one approximate pass (NaN for the money objective)
     qos: float  # mean per-input quality
     n: int  # inputs measured
     loss_stderr: float = 0.0  # standard error of the per-input losses
     money: float | None = None
+    speedup_low: float | None = None  # 95 % interval of the paired speedup
+    speedup_high: float | None = None
+    exact_seconds: float | None = None  # one exact pass, timed alongside
+
+    @property
+    def speedup_interval(self) -> tuple[float, float] | None:
+        return None if self.speedup_low is None else (self.speedup_low, self.speedup_high)
 
 
 class Measurer:
@@ -83,6 +142,7 @@ class Measurer:
             fn = program.build(self.exact_config)
         except ApproxError as err:
             raise ApproxError(f"cannot build the exact program: {err.message}", where=err.where) from None
+        self._input_seconds: list[float] = []  # exact time per input (warm-up run): sizes the timed blocks
         self.exact_outputs = self._run(fn, self.inputs, exact=True)
         refs = self.references if self.references is not None else self.exact_outputs
         self.exact_scores = self.metric.scores(self.exact_outputs, refs)
@@ -90,17 +150,19 @@ class Measurer:
             raise ApproxError(f"the exact program scores QoS 0 against the ground truth on the {what} split "
                               f"(metric {self.metric.name}): a QoS loss cannot be defined", where=WHERE)
         self.exact_fn = fn
-        self._exact_seconds: dict[int, float] = {}
-        self._loop_counts: dict[int, int] = {}
+        self._exact_passes: dict[int, list[float]] = {}  # exact pass times measured alongside, per slice
         self._exact_money: dict[int, float | None] = {}
 
     # ------------------------------------------------------------ running
 
     def _run(self, fn, inputs, exact: bool = False, offset: int = 0) -> list:
-        outs = []
+        outs, now = [], self._now
         for i, args in enumerate(inputs):
             try:
+                t0 = now()
                 outs.append(fn(*args))
+                if exact:
+                    self._input_seconds.append(now() - t0)
             except Exception as err:
                 label = "the exact program fails" if exact else "the program fails"
                 msg = (f"{err.where + ': ' if err.where else ''}{err.message}" if isinstance(err, ApproxError)
@@ -116,12 +178,50 @@ class Measurer:
                 fn(*args)
         return (now() - t0) / loops
 
-    def _loops(self, n: int) -> int:
-        """Passes per sample over the first n inputs (calibrated on the exact program)."""
-        if n not in self._loop_counts:
-            once = self._sample(self.exact_fn, self.inputs[:n], 1)
-            self._loop_counts[n] = max(1, min(10_000, math.ceil(MIN_SAMPLE_SECONDS / max(once, 1e-9))))
-        return self._loop_counts[n]
+    def blocks(self, n: int) -> list[tuple[int, int, int]]:
+        """(start, end, loops) of the timed blocks over the first n inputs: consecutive
+        inputs until their exact run lasts MIN_BLOCK_SECONDS; a pass shorter than
+        that is one block repeated `loops` times."""
+        secs = self._input_seconds[:n]
+        total = sum(secs)
+        if total < MIN_BLOCK_SECONDS:
+            return [(0, n, max(1, min(10_000, math.ceil(MIN_BLOCK_SECONDS / max(total, 1e-9)))))]
+        out, start, acc = [], 0, 0.0
+        for i, t in enumerate(secs):
+            acc += t
+            if acc >= MIN_BLOCK_SECONDS:
+                out.append((start, i + 1, 1))
+                start, acc = i + 1, 0.0
+        if start < n:  # a short tail joins the last block
+            out[-1] = (out[-1][0], n, 1)
+        return out
+
+    def paired(self, fn, n: int | None = None, repeats: int | None = None) -> PairedTiming:
+        """Time `fn` and the exact program side by side, block by block, on the first
+        n inputs (see the module docstring)."""
+        n = len(self.inputs) if n is None else min(n, len(self.inputs))
+        repeats = repeats or self.repeats
+        blocks = self.blocks(n)
+        if sum(self._input_seconds[:n]) < CHEAP_PASS_SECONDS:
+            rounds = repeats
+        else:
+            rounds = max(1, min(repeats, math.ceil(MIN_BLOCKS / len(blocks))))
+        exact, approx, k = [], [], 0
+        for _ in range(rounds):
+            for start, end, loops in blocks:
+                xs = self.inputs[start:end]
+                if k % 2 == 0:
+                    te = self._sample(self.exact_fn, xs, loops)
+                    ta = self._sample(fn, xs, loops)
+                else:
+                    ta = self._sample(fn, xs, loops)
+                    te = self._sample(self.exact_fn, xs, loops)
+                exact.append(te)
+                approx.append(ta)
+                k += 1
+        timing = PairedTiming(np.array(exact), np.array(approx), rounds)
+        self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
+        return timing
 
     def _money(self, config: dict, inputs, outputs) -> float | None:
         if self.money_fn is None:
@@ -129,25 +229,13 @@ class Measurer:
         return float(sum(self.money_fn(config, a, o) for a, o in zip(inputs, outputs)))
 
     def exact_seconds(self, n: int | None = None) -> float:
-        """Median time of one exact pass over the first n inputs (cached)."""
+        """Time of one exact pass over the first n inputs, for information (speedups never
+        use it): the median of the passes timed alongside configurations in this
+        process, or the warm-up pass when none was."""
         n = len(self.inputs) if n is None else n
-        if n not in self._exact_seconds:
-            loops = self._loops(n)
-            self._exact_seconds[n] = statistics.median(
-                self._sample(self.exact_fn, self.inputs[:n], loops) for _ in range(self.repeats))
-        return self._exact_seconds[n]
-
-    def _timed(self, fn, n: int, repeats: int) -> tuple[float, float]:
-        """(exact, approximate) median seconds per pass over the first n inputs."""
-        loops, inputs = self._loops(n), self.inputs[:n]
-        exact = self.exact_seconds(n)
-        if exact * loops * repeats > INTERLEAVE_SECONDS:
-            return exact, statistics.median(self._sample(fn, inputs, loops) for _ in range(repeats))
-        te, ta = [], []
-        for _ in range(repeats):
-            te.append(self._sample(self.exact_fn, inputs, loops))
-            ta.append(self._sample(fn, inputs, loops))
-        return statistics.median(te), statistics.median(ta)
+        if not self._exact_passes.get(n):
+            return float(sum(self._input_seconds[:n]))
+        return statistics.median(self._exact_passes[n])
 
     def exact_money(self, n: int | None = None) -> float | None:
         n = len(self.inputs) if n is None else n
@@ -180,13 +268,11 @@ class Measurer:
         loss, quality, se = self.qos(outputs, n)
         money = self._money(config, inputs, outputs)
         if self.objective == "money":
-            exact, cost = self.exact_money(n), money
-            seconds = float("nan")
-        else:
-            exact, seconds = self._timed(fn, n, repeats or self.repeats)
-            cost = seconds
-        speedup = exact / cost if cost > 0 else (1.0 if exact <= 0 else float("inf"))
-        return Measurement(loss, speedup, seconds, quality, n, se, money)
+            return Measurement(loss, ratio(self.exact_money(n), money), float("nan"), quality, n, se, money)
+        timing = self.paired(fn, n, repeats)
+        low, high = timing.interval()
+        return Measurement(loss, timing.speedup, timing.approx_seconds, quality, n, se, money, low, high,
+                           timing.exact_seconds)
 
 
 def split_inputs(inputs: Sequence, references: Sequence | None, eval_ratio: float, seed: int,

@@ -15,8 +15,9 @@ import hashlib
 import json
 
 from autotuner.report_plot import figure
-from autotuner.report_summary import (LEVELS, MODES, QOS_LOSS_DEFINITION, failure_lines, finite, fmt_knobs,
-                                      fmt_loss, fmt_seconds, fmt_speedup, speedup_table)
+from autotuner.report_summary import (LEVELS, MODES, QOS_LOSS_DEFINITION, failure_lines, finite, fmt_gap,
+                                      fmt_knobs, fmt_loss, fmt_seconds, fmt_speedup, importance_sections,
+                                      ablation_sections, speedup_cells)
 from autotuner.report_svg import esc, legend, panel
 
 CSS = """
@@ -107,16 +108,18 @@ def _meta(result) -> str:
     for key in ("sampler", "seed"):
         if getattr(result, key, None) is not None:
             items.append((key, esc(getattr(result, key))))
+    if getattr(result, "timing", None):
+        items.append(("timing (tuning and held-out)", esc(result.timing)))
     return '<ul class="meta">' + "".join(f"<li><b>{k}:</b> {v}</li>" for k, v in items) + "</ul>"
 
 
 def _speedup_table(result) -> str:
-    table = speedup_table(result.front)
+    table = speedup_cells(result.front)
     head = "".join(f"<th>&le; {round(lv * 100)} %</th>" for lv in LEVELS)
     rows = []
     for m in MODES:
         for s, label in (("tune", "tuning"), ("eval", "evaluation")):
-            cells = "".join(f"<td>{fmt_speedup(x)}</td>" for x in table[m][s])
+            cells = "".join(f"<td>{esc(x)}</td>" for x in table[m][s])
             rows.append(f'<tr><td class="l">{m}</td><td class="l">{label}</td>{cells}</tr>')
     return (f'<table><thead><tr><th class="l">mode</th><th class="l">inputs</th>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>'
@@ -134,7 +137,7 @@ def _knob_list(knobs) -> str:
 def _front_table(result) -> str:
     money = any(finite(getattr(p, "money_tune", None)) for p in result.front)
     head = ["#", "mode", "QoS loss (tuning)", "speedup (tuning)", "QoS loss (evaluation)", "speedup (evaluation)",
-            "time (tuning)", "time (evaluation)"] + (["cost (tuning)", "cost (evaluation)"] if money else []) + ["knobs"]
+            "evaluation vs tuning speedup", "time (tuning)", "time (evaluation)"] + (["cost (tuning)", "cost (evaluation)"] if money else []) + ["knobs"]
     ths = "".join(f'<th{" class=l" if h in ("mode", "knobs") else ""}>{h}</th>' for h in head)
     rows = []
     for i, p in enumerate(result.front):
@@ -142,8 +145,9 @@ def _front_table(result) -> str:
         eval_loss = (f'<td class="over" title="over the budget on the evaluation inputs">{fmt_loss(p.qos_loss_eval)}</td>'
                      if over else f"<td>{fmt_loss(p.qos_loss_eval)}</td>")
         cells = [f'<td><a href="#ir-{i}">{i + 1}</a></td>', f'<td class="l">{esc(p.mode)}</td>',
-                 f"<td>{fmt_loss(p.qos_loss_tune)}</td>", f"<td>{_x(p.speedup_tune)}</td>", eval_loss,
-                 f"<td>{_x(p.speedup_eval)}</td>", f"<td>{fmt_seconds(p.seconds_tune)}</td>",
+                 f"<td>{fmt_loss(p.qos_loss_tune)}</td>", f"<td>{_x(p.speedup_tune, p.speedup_tune_ci)}</td>",
+                 eval_loss, f"<td>{_x(p.speedup_eval, p.speedup_eval_ci)}</td>", f"<td>{fmt_gap(p)}</td>",
+                 f"<td>{fmt_seconds(p.seconds_tune)}</td>",
                  f"<td>{fmt_seconds(p.seconds_eval)}</td>"]
         if money:
             cells += [f"<td>{_money(p.money_tune)}</td>", f"<td>{_money(p.money_eval)}</td>"]
@@ -152,11 +156,24 @@ def _front_table(result) -> str:
     if not rows:
         return "<p>The front is empty: no configuration was measured within the budget.</p>"
     return (f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            '<p class="def">Times are the median wall time of one pass over the inputs of that split.</p>')
+            '<p class="def">Speedups with their 95 % interval in brackets; times are one pass over the inputs '
+            'of that split.</p>')
 
 
-def _x(v) -> str:
-    return f"{v:.2f}x" if finite(v) else "-"
+def _x(v, ci=None) -> str:
+    return esc(fmt_speedup(v, ci)) if finite(v) else "-"
+
+
+def _sections(result) -> str:
+    """Which knobs matter (importances, ablations): the tables summary.md has too."""
+    out = []
+    for sec in importance_sections(result) + ablation_sections(result):
+        ths = "".join(f'<th{" class=l" if i < 2 else ""}>{esc(h)}</th>' for i, h in enumerate(sec.head))
+        rows = "".join("<tr>" + "".join(f'<td{" class=l" if i < 2 else ""}>{esc(c)}</td>' for i, c in enumerate(r))
+                       + "</tr>" for r in sec.rows)
+        out.append(f"<h{sec.level + 1}>{esc(sec.title)}</h{sec.level + 1}><p class=\"def\">{esc(sec.intro)}</p>"
+                   f"<table><thead><tr>{ths}</tr></thead><tbody>{rows}</tbody></table>")
+    return "\n".join(out)
 
 
 def _money(v) -> str:
@@ -225,6 +242,7 @@ def render_html(result) -> str:
 {_speedup_table(result)}
 <h2>Front configurations</h2>
 {_front_table(result)}
+{_sections(result)}
 <h2>Transformed IR of each front configuration</h2>
 {_ir_sections(result)}
 {notes_html}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 LEVELS = (0.01, 0.03, 0.06, 0.09)
@@ -13,7 +14,8 @@ MODES = ("static", "dynamic")
 SPLITS = ("tune", "eval")
 QOS_LOSS_DEFINITION = (
     "QoS loss = (QoS_exact - QoS_approx) / QoS_exact, so a 3 % loss keeps 97 % of the exact "
-    "program's quality; speedup = exact time / approximate time, both measured in the same run."
+    "program's quality; speedup = exact time / approximate time, the two timed side by side (paired) on the "
+    "same inputs, with its 95 % interval in brackets."
 )
 # A loss equal to a level counts as within it, also after float rounding (0.03 stored as 0.030000000000000002).
 _EPS = 1e-9
@@ -23,17 +25,24 @@ def finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def best_speedup(front, mode: str, split: str, level: float) -> float | None:
-    """Best speedup among `mode`'s front points whose QoS loss on `split` is
-    within `level` (a fraction); None when no point qualifies."""
+def best_point(front, mode: str, split: str, level: float):
+    """The fastest of `mode`'s front points whose QoS loss on `split` is within
+    `level` (a fraction); None when no point qualifies."""
     best = None
     for p in front:
         if p.mode != mode:
             continue
         loss, speed = getattr(p, f"qos_loss_{split}"), getattr(p, f"speedup_{split}")
-        if finite(loss) and finite(speed) and loss <= level + _EPS and (best is None or speed > best):
-            best = float(speed)
+        if finite(loss) and finite(speed) and loss <= level + _EPS and (
+                best is None or speed > getattr(best, f"speedup_{split}")):
+            best = p
     return best
+
+
+def best_speedup(front, mode: str, split: str, level: float) -> float | None:
+    """Best speedup among `mode`'s front points within `level` on `split`."""
+    p = best_point(front, mode, split, level)
+    return None if p is None else float(getattr(p, f"speedup_{split}"))
 
 
 def speedup_table(front) -> dict[str, dict[str, list[float | None]]]:
@@ -41,8 +50,28 @@ def speedup_table(front) -> dict[str, dict[str, list[float | None]]]:
     return {m: {s: [best_speedup(front, m, s, lv) for lv in LEVELS] for s in SPLITS} for m in MODES}
 
 
-def fmt_speedup(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}x"
+def speedup_cells(front) -> dict[str, dict[str, list[str]]]:
+    """{mode: {split: [best speedup with its interval, as text, at each of LEVELS]}}."""
+    def cell(m, s, lv):
+        p = best_point(front, m, s, lv)
+        return "-" if p is None else fmt_speedup(getattr(p, f"speedup_{s}"), getattr(p, f"speedup_{s}_ci", None))
+
+    return {m: {s: [cell(m, s, lv) for lv in LEVELS] for s in SPLITS} for m in MODES}
+
+
+def fmt_speedup(x: float | None, ci=None) -> str:
+    if x is None:
+        return "-"
+    if ci and all(finite(c) for c in ci):
+        return f"{x:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return f"{x:.2f}x"
+
+
+def fmt_gap(p) -> str:
+    """Held-out speedup relative to the tuning one, as people read it."""
+    if not (finite(p.speedup_eval) and finite(p.speedup_tune) and p.speedup_tune > 0):
+        return "-"
+    return f"{100 * (p.speedup_eval / p.speedup_tune - 1):+.0f} %"
 
 
 def fmt_loss(x: Any) -> str:
@@ -81,7 +110,7 @@ def fmt_knobs(knobs: dict) -> list[tuple[str, str]]:
 
 def summary_markdown(result) -> str:
     """summary.md: speedup over exact at <= 1, 3, 6, 9 % QoS loss, tuning and evaluation."""
-    table = speedup_table(result.front)
+    table = speedup_cells(result.front)
     head = ["mode", "split"] + [f"<= {round(lv * 100)} %" for lv in LEVELS]
     lines = [
         f"# Tuning summary: {_md(result.program)}",
@@ -105,18 +134,92 @@ def summary_markdown(result) -> str:
     ]
     for m in MODES:
         for s, label in (("tune", "tuning"), ("eval", "evaluation")):
-            lines.append("| " + " | ".join([m, label] + [fmt_speedup(x) for x in table[m][s]]) + " |")
+            lines.append("| " + " | ".join([m, label] + table[m][s]) + " |")
     lines += [
         "",
         f"{QOS_LOSS_DEFINITION} Tuning figures are measured on the tuning inputs; evaluation figures "
         "re-measure the same configurations on the held-out evaluation inputs (disjoint from tuning).",
         "",
     ]
+    if getattr(result, "timing", None):
+        lines += [f"Timing, tuning and held-out alike: {_md(result.timing)}.", ""]
+    for sec in sections(result):
+        lines += section_markdown(sec)
     fails = failure_lines(result)
     if fails:
         lines += [f"## Failed trials ({len(getattr(result, 'failures', []))}; not on the front)", "",
                   *[f"- {_md(x)}" for x in fails], ""]
     return "\n".join(lines)
+
+
+@dataclass
+class Section:
+    """A titled table of the report, rendered as Markdown (summary.md) and HTML alike."""
+
+    title: str
+    intro: str
+    head: list[str]
+    rows: list[list[str]]
+    level: int = 2
+
+
+def front_section(result) -> list[Section]:
+    """Every front point with its tuning and held-out figures and the gap between them."""
+    if not result.front:
+        return []
+    rows = [[str(i + 1), p.mode, fmt_loss(p.qos_loss_tune),
+             fmt_speedup(_num(p.speedup_tune), getattr(p, "speedup_tune_ci", None)), fmt_loss(p.qos_loss_eval),
+             fmt_speedup(_num(p.speedup_eval), getattr(p, "speedup_eval_ci", None)), fmt_gap(p)]
+            for i, p in enumerate(result.front)]
+    return [Section("Front: tuning and held-out figures",
+                    "Each front point on the tuning inputs and re-measured on the held-out inputs; the last column "
+                    "is how much the held-out speedup differs from the tuning one.",
+                    ["#", "mode", "QoS loss (tuning)", "speedup (tuning)", "QoS loss (held-out)",
+                     "speedup (held-out)", "held-out vs tuning speedup"], rows)]
+
+
+def importance_sections(result) -> list[Section]:
+    """Optuna's parameter importances per mode: which knobs move speedup and loss."""
+    imp = getattr(result, "importances", None) or {}
+    rows = []
+    for mode, tables in imp.items():
+        for k in dict.fromkeys([*tables.get("speedup", {}), *tables.get("qos_loss", {})]):
+            sp, lo = tables.get("speedup", {}).get(k), tables.get("qos_loss", {}).get(k)
+            rows.append([mode, k, "-" if sp is None else f"{100 * sp:.0f} %", "-" if lo is None else f"{100 * lo:.0f} %"])
+    if not rows:
+        return []
+    return [Section("Which knobs matter",
+                    "Share of the variation over the study's measured trials that each knob explains (Optuna's "
+                    "fANOVA parameter importances; speedup on a log scale).",
+                    ["mode", "knob", "speedup", "QoS loss"], rows)]
+
+
+def ablation_sections(result) -> list[Section]:
+    """Each chosen point with every approximated knob set back to exact in turn."""
+    out = []
+    for a in getattr(result, "ablations", None) or []:
+        rows = [[r["knob"], fmt_setting(r["setting"]),
+                 fmt_speedup(r["speedup_without"], r.get("speedup_without_ci")), fmt_loss(r["qos_loss_without"]),
+                 "-" if r.get("speedup_share") is None else f"{100 * r['speedup_share']:.0f} %",
+                 fmt_loss(r["qos_loss_share"])] for r in a["rows"]]
+        where = f"{a['n']} inputs" + (f", {a['inputs']}" if a.get("inputs") else "")
+        out.append(Section(
+            f"Ablation, {a['label']}: {fmt_speedup(a['speedup'], a.get('speedup_ci'))} at {fmt_loss(a['qos_loss'])}",
+            f"Each knob set back to exact, the others kept, measured paired against the exact program ({where}). "
+            "Share of the speedup: (ln S - ln S_without) / ln S; of the loss: L - L_without.",
+            ["knob", "setting", "speedup without it", "QoS loss without it", "share of speedup", "share of loss"],
+            rows, level=3))
+    return out
+
+
+def sections(result) -> list[Section]:
+    return front_section(result) + importance_sections(result) + ablation_sections(result)
+
+
+def section_markdown(sec: Section) -> list[str]:
+    return [f"{'#' * sec.level} {_md(sec.title)}", "", _md(sec.intro), "",
+            "| " + " | ".join(sec.head) + " |", "|" + "---|" * len(sec.head),
+            *("| " + " | ".join(_md(c) for c in row) + " |" for row in sec.rows), ""]
 
 
 def failure_lines(result, limit: int = 50) -> list[str]:
@@ -167,7 +270,16 @@ def front_json(result) -> dict:
                 "speedup_tune": _num(p.speedup_tune),
                 "qos_loss_eval": _num(p.qos_loss_eval),
                 "speedup_eval": _num(p.speedup_eval),
+                "speedup_tune_ci": _interval(getattr(p, "speedup_tune_ci", None)),
+                "speedup_eval_ci": _interval(getattr(p, "speedup_eval_ci", None)),
             }
             for p in result.front
         ],
+        "timing": getattr(result, "timing", None),
+        "importances": getattr(result, "importances", None) or {},
+        "ablations": getattr(result, "ablations", None) or [],
     }
+
+
+def _interval(ci) -> list[float | None] | None:
+    return None if not ci else [_num(c) for c in ci]

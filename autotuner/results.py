@@ -8,9 +8,9 @@ stable: fields may be added with defaults, never renamed or removed.
 Definitions (every table states them): QoS loss = (QoS_exact - QoS_approx) /
 QoS_exact, so 0.03 keeps 97 % of the exact program's quality (without ground
 truth QoS_exact = 1 and QoS is measured against the exact outputs); speedup =
-median exact time / median approximate time, both measured in one process on
-the same inputs. `*_tune` figures are from the tuning split, `*_eval` from the
-disjoint held-out evaluation split.
+exact time / approximate time, the two timed side by side on the same inputs
+(paired: `autotuner.measure`), with a 95 % bootstrap interval. `*_tune` figures
+are from the tuning split, `*_eval` from the disjoint held-out evaluation split.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ class FrontPoint:
     trial: int | None = None  # Optuna trial number in the mode's study
     money_tune: float | None = None  # optional money cost of one pass over the split
     money_eval: float | None = None
+    speedup_tune_ci: list[float] | None = None  # 95 % interval [low, high] of the paired speedup
+    speedup_eval_ci: list[float] | None = None
 
 
 @dataclass
@@ -83,6 +85,11 @@ class TuningResult:
     program_spec: str | None = None  # how `approx-tune` loads it again (`path/file.mlir:entry`), if known
     clock: str | None = None  # "wall" or "cpu" (thread CPU time): what the speedups are ratios of
     failures: list[dict] = field(default_factory=list)  # failed trials: {mode, trial, knobs, error}
+    timing: str | None = None  # how the speedups were timed (`autotuner.measure.TIMING`)
+    importances: dict[str, Any] = field(default_factory=dict)  # mode -> {"speedup"|"qos_loss": {knob: share}}
+    ablations: list[dict] = field(default_factory=list)  # per chosen point: each knob set back to exact
+    metric_spec: str | None = None  # how to load the QoS metric again (a builtin name or `pkg.module:attr`)
+    held_out: dict | None = None  # how to load the held-out inputs again (`autotuner.verify.held_out_inputs`)
 
     def front_of(self, mode: str) -> list[FrontPoint]:
         """The front of one mode, by increasing QoS loss."""

@@ -306,7 +306,8 @@ class Objective:
         done = records(trial.study, trials)
         for r in done:
             if r.attrs.get("key") == key and not r.duplicate:
-                for k in ("pruned", "prune_reason", "seconds", "qos", "money", "n"):
+                for k in ("pruned", "prune_reason", "seconds", "qos", "money", "n", "speedup_low", "speedup_high",
+                          "exact_seconds"):
                     if k in r.attrs:
                         trial.set_user_attr(k, r.attrs[k])
                 trial.set_user_attr("duplicate_of", r.number)
@@ -351,6 +352,10 @@ class Objective:
             trial.set_user_attr("seconds", m.seconds)
         if m.money is not None:
             trial.set_user_attr("money", m.money)
+        if m.speedup_low is not None:
+            trial.set_user_attr("speedup_low", m.speedup_low)
+            trial.set_user_attr("speedup_high", m.speedup_high)
+            trial.set_user_attr("exact_seconds", m.exact_seconds)
 
     def _finish(self, trial, loss: float, speedup: float, pruned: bool):
         over = loss - self.budget

@@ -24,8 +24,9 @@ from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
 from autotuner import search
+from autotuner.explain import importances
 from autotuner.loading import as_program
-from autotuner.measure import Measurer, split_inputs
+from autotuner.measure import TIMING, Measurer, split_inputs
 from autotuner.program import MlirProgram
 from autotuner.results import RESULT_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
@@ -67,18 +68,24 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool) -> optuna.Study:
 
 
 def _eval_front(study, fr: list, program, eval_m: Measurer | None, mode: str, notes: list) -> list[FrontPoint]:
+    """The front's points, re-measured on the held-out split (`autotuner.verify`'s code;
+    kept in the study, so a resume does not measure them again)."""
+    from autotuner.verify import measure_points
+
     points = []
     for r in fr:
         p = FrontPoint(mode, r.config, r.qos_loss, r.speedup, seconds_tune=r.attrs.get("seconds"),
                        trial=r.number, money_tune=r.attrs.get("money"))
+        if "speedup_low" in r.attrs:
+            p.speedup_tune_ci = [r.attrs["speedup_low"], r.attrs["speedup_high"]]
         if eval_m is not None:
             key = f"eval:{r.number}"
             cached = study.user_attrs.get(key)
             if cached is None:
                 try:
-                    m = eval_m.measure(build(program, r.config), r.config)
-                    cached = {"qos_loss": m.qos_loss, "speedup": m.speedup,
-                              "seconds": None if m.seconds != m.seconds else m.seconds, "money": m.money}
+                    v, = measure_points(eval_m, program, [(mode, len(points), p)])
+                    cached = {"qos_loss": v.qos_loss, "speedup": v.speedup, "seconds": v.seconds,
+                              "money": v.money, "ci": v.speedup_ci}
                 except ApproxError as err:
                     cached = {"error": err.line()}
                 study.set_user_attr(key, cached)
@@ -87,6 +94,7 @@ def _eval_front(study, fr: list, program, eval_m: Measurer | None, mode: str, no
             else:
                 p.qos_loss_eval, p.speedup_eval = cached["qos_loss"], cached["speedup"]
                 p.seconds_eval, p.money_eval = cached["seconds"], cached["money"]
+                p.speedup_eval_ci = cached.get("ci")
         p.ir = transformed_ir(program, r.config)
         points.append(p)
     return points
@@ -189,7 +197,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     result = TuningResult(program.name, tune_m.metric.name, float(budget), 0, 0, total_seconds, seed=seed,
                           sampler=sampler, n_tune=len(tune_in), n_eval=len(eval_in), study_names=names,
                           storage=_safe_url(storage), notes=notes, program_spec=spec, clock=clock,
-                          knob_space={m: s.describe() for m, s in spaces.items()})
+                          knob_space={m: s.describe() for m, s in spaces.items()},
+                          timing=TIMING if objective == "time" else None,
+                          metric_spec=metric if isinstance(metric, str) else None)
     if objective == "time":
         result.exact_seconds_tune = tune_m.exact_seconds()
         result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
@@ -208,6 +218,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
         result.front += _eval_front(study, fr, program, eval_m, m, notes)
+        result.importances[m] = importances(study, [k.name for k in program.knobs()])
     for study in studies.values():
         study.set_user_attr(RESULT_ATTR, result.to_dict())
     result.save(out / "result.json")

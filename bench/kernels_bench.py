@@ -81,15 +81,10 @@ def _best(result, mode: str, notes: list[str]) -> dict[str, float]:
 def tune_kernel(name: str, trials: int, seed: int = 0, n_tune: int = 4, repeats: int = 3) -> KernelRun:
     """Tune one kernel (static, then dynamic warm-started from the static front;
     `trials` evaluations each) and read the held-out fronts."""
-    from autotuner import measure, tune
+    from autotuner import tune
     from autotuner.space import SearchSpace
     from examples.kernels import kernel
 
-    # A held-out pass takes 0.1-0.3 s here, above the tuner's threshold for re-timing
-    # the exact program beside every configuration; on a shared machine the load
-    # drifts between the two timings otherwise (the exact point itself measured
-    # 0.74x so), hence interleaved timing for every split.
-    measure.INTERLEAVE_SECONDS = max(measure.INTERLEAVE_SECONDS, 2.0)
     t0 = time.perf_counter()
     mod = kernel(name)
     tune_in, eval_in = mod.make_inputs(n_tune, seed)

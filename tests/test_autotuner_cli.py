@@ -87,3 +87,29 @@ def test_report_writes_the_folder(capsys, tuned, tmp_path):
 def test_errors_are_one_line(capsys, tmp_path, argv, message):
     code, _, err = run(capsys, *argv, *(["--out", tmp_path] if argv[0] == "run" else []))
     assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_verify_remeasures_the_front_paired(capsys, tuned, tmp_path):
+    out, argv = tuned
+    if not (out / "result.json").exists():
+        assert run(capsys, *argv)[0] == 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["held_out"]["inputs"] == "test_autotuner_cli:adaptive_inputs" and result["metric_spec"] == "rel_l2"
+    assert result["timing"].startswith("paired")
+    front = result["front"]
+    assert all(p["speedup_eval_ci"][0] <= p["speedup_eval"] <= p["speedup_eval_ci"][1] for p in front)
+    code, text, err = run(capsys, "verify", "--out", out, "--reverse", "--json", tmp_path / "v.json")
+    assert code == 0, err
+    rows = json.loads((tmp_path / "v.json").read_text())
+    assert len(rows) == len(front) and "recorded loss" in text
+    by_key = {(p["mode"], json.dumps(p["knobs"], sort_keys=True)): p for p in front}
+    for r in rows:
+        p = by_key[(r["mode"], json.dumps(r["knobs"], sort_keys=True))]
+        assert r["recorded_speedup"] == p["speedup_eval"] and r["n"] == result["n_eval"]
+        assert r["speedup_ci"][0] <= r["speedup"] <= r["speedup_ci"][1]
+        assert abs(r["qos_loss"] - p["qos_loss_eval"]) < 1e-12  # deterministic kernel: the same QoS
+    code, _, err = run(capsys, "verify", "--out", out, "--mode", "static", "--point", "0",
+                       "--inputs", "test_autotuner_cli:adaptive_inputs")
+    assert code == 0, err
+    code, _, err = run(capsys, "verify", "--out", out, "--mode", "static", "--point", "99")
+    assert code == 1 and "point 99 is not in the static front" in err

@@ -92,11 +92,13 @@ def test_report_files(tmp_path):
     assert "trials: 34 (2 failed)" in md and "tuning wall time: 83.40 s" in md
 
     fj = json.loads((out / "front.json").read_text())
-    assert list(fj) == ["program", "qos_metric", "budget", "trials", "tuning_seconds", "front"]
+    assert list(fj) == ["program", "qos_metric", "budget", "trials", "tuning_seconds", "front", "timing",
+                        "importances", "ablations"]
     assert fj["program"] == "examples/mlir/adaptive_sum.mlir:mean" and fj["budget"] == 0.1 and fj["trials"] == 34
     assert len(fj["front"]) == 7
     for p in fj["front"]:
-        assert list(p) == ["mode", "knobs", "qos_loss_tune", "speedup_tune", "qos_loss_eval", "speedup_eval"]
+        assert list(p) == ["mode", "knobs", "qos_loss_tune", "speedup_tune", "qos_loss_eval", "speedup_eval",
+                           "speedup_tune_ci", "speedup_eval_ci"]
     # Display order: static then dynamic, each by increasing tuning loss.
     assert [p["mode"] for p in fj["front"]] == ["static"] * 4 + ["dynamic"] * 3
     assert fj["front"][4]["knobs"] == {"mean": {"thresholds": [3, 9], "decisions": [0, 2, 4]}}
@@ -104,6 +106,30 @@ def test_report_files(tmp_path):
     assert (out / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "pareto.png").stat().st_size > 20_000
     assert "<svg" in (out / "pareto.svg").read_text()[:2000]
+
+
+def test_intervals_gap_importances_and_ablations_are_reported(tmp_path):
+    r = sample_result()
+    r.front[2].speedup_eval_ci = [2.1, 2.4]
+    r.timing = "paired: exact and approximate timed side by side"
+    r.importances = {"static": {"speedup": {"mean": 0.9, "other": 0.1}, "qos_loss": {"mean": 1.0}}}
+    r.ablations = [{"label": "static, QoS loss up to 3 %", "knobs": {"mean": {"knob_val": 4}}, "n": 40,
+                    "speedup": 2.3, "speedup_ci": [2.1, 2.5], "qos_loss": 0.029,
+                    "rows": [{"knob": "mean", "setting": {"knob_val": 4}, "speedup_without": 1.0,
+                              "speedup_without_ci": [0.98, 1.02], "qos_loss_without": 0.0, "speedup_share": 1.0,
+                              "qos_loss_share": 0.029}]}]
+    out = write_report(r, tmp_path).parent
+    md = (out / "summary.md").read_text()
+    # the level's point, with its interval
+    assert "| static | evaluation | 1.00x | 2.30x [2.10, 2.40] | 2.30x [2.10, 2.40] | 2.30x [2.10, 2.40] |" in md
+    assert "| 3 | static | 2.50 % | 2.40x | 2.90 % | 2.30x [2.10, 2.40] | -4 % |" in md  # tuning vs held-out gap
+    assert "| static | mean | 90 % | 100 % |" in md
+    assert "| mean | 4 | 1.00x [0.98, 1.02] | 0.00 % | 100 % | 2.90 % |" in md
+    assert "Timing, tuning and held-out alike: paired" in md
+    page = (out / "index.html").read_text()
+    assert "2.30x [2.10, 2.40]" in page and "Which knobs matter" in page and "Ablation, static" in page
+    fj = json.loads((out / "front.json").read_text())
+    assert fj["front"][2]["speedup_eval_ci"] == [2.1, 2.4] and fj["ablations"][0]["rows"][0]["knob"] == "mean"
 
 
 def test_missing_eval_and_empty_front(tmp_path):

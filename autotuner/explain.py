@@ -1,0 +1,115 @@
+"""Which knobs matter: how much of the speedup and of the QoS loss each knob
+accounts for.
+
+- `importances(study)`: Optuna's parameter importances (fANOVA) over the study's
+  measured trials, one table for the speedup and one for the QoS loss; the
+  parameters of a decision tree (`knob.t0`, `knob.d1`, ...) add up to their knob.
+- `ablate(...)`: for one configuration, each approximated knob set back to exact
+  in turn, the rest kept, measured paired against the exact program like any
+  configuration. A knob's share of the speedup is ln(S) - ln(S without it) over
+  ln(S) (shares of a product add up when knobs are independent); its share of the
+  loss is L - (L without it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from autotuner.measure import Measurer
+
+MIN_TRIALS = 4  # fewer measured trials than this: importances say nothing
+
+
+def knob_of(param: str, knobs: list[str]) -> str:
+    """The knob an Optuna parameter belongs to (`k` or `k.t0`, `k.d1`, `k.n0.t`)."""
+    for k in sorted(knobs, key=len, reverse=True):
+        if param == k or param.startswith(k + "."):
+            return k
+    return param
+
+
+def importances(study: optuna.Study, knobs: list[str]) -> dict[str, dict[str, float]]:
+    """{"speedup": {knob: share}, "qos_loss": {knob: share}} (shares sum to 1), or {}
+    when the study has too few distinct measured trials or one value only."""
+    trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+              if "duplicate_of" not in t.user_attrs and not t.user_attrs.get("pruned") and t.params]
+    if len(trials) < MIN_TRIALS:
+        return {}
+    view = optuna.create_study(directions=study.directions)
+    view.add_trials(trials)
+    out = {}
+    for i, name in ((1, "speedup"), (0, "qos_loss")):
+        values = {t.values[i] for t in trials}
+        if len(values) < 2:
+            continue
+        try:
+            raw = optuna.importance.get_param_importances(
+                view, target=lambda t, i=i: math.log(max(t.values[i], 1e-9)) if i == 1 else t.values[i],
+                evaluator=optuna.importance.FanovaImportanceEvaluator(seed=0))
+        except (RuntimeError, ValueError):  # e.g. a search space that changed between trials
+            continue
+        shares: dict[str, float] = {}
+        for param, v in raw.items():
+            k = knob_of(param, knobs)
+            shares[k] = shares.get(k, 0.0) + float(v)
+        out[name] = dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+    return out
+
+
+def exact_setting(setting: dict) -> dict:
+    """A knob's setting with every choice at 0 (exact), keeping its thresholds."""
+    if set(setting) == {"knob_val"}:
+        return {"knob_val": 0}
+    return {k: [0] * len(v) if k.endswith("decisions") else v for k, v in setting.items()}
+
+
+def is_exact(setting: dict) -> bool:
+    return exact_setting(setting) == setting
+
+
+def ablate(program, config: dict, measurer: Measurer, label: str = "") -> dict[str, Any]:
+    """The configuration measured whole and with each approximated knob set back to
+    exact (paired timing, on the measurer's inputs)."""
+    from autotuner.workers import build
+
+    whole = measurer.measure(build(program, config), config)
+    rows = []
+    for knob in sorted(k for k, v in config.items() if not is_exact(v)):
+        cfg = {**config, knob: exact_setting(config[knob])}
+        m = measurer.measure(build(program, cfg), cfg)
+        log_s = math.log(whole.speedup) if whole.speedup > 0 and whole.speedup != 1 else None
+        rows.append({
+            "knob": knob, "setting": config[knob],
+            "speedup_without": m.speedup, "speedup_without_ci": [m.speedup_low, m.speedup_high],
+            "qos_loss_without": m.qos_loss,
+            "speedup_share": (log_s - math.log(max(m.speedup, 1e-9))) / log_s if log_s else None,
+            "qos_loss_share": whole.qos_loss - m.qos_loss,
+        })
+    return {"label": label, "knobs": config, "n": whole.n, "speedup": whole.speedup,
+            "speedup_ci": [whole.speedup_low, whole.speedup_high], "qos_loss": whole.qos_loss, "rows": rows}
+
+
+def ablate_levels(result, program, measurer: Measurer, levels=(0.03, 0.06, 0.09), split: str = "eval",
+                  progress=None) -> list[dict[str, Any]]:
+    """`ablate` for the fastest front point of each mode within each QoS-loss level
+    (a configuration chosen at several levels is measured once)."""
+    out, seen = [], {}
+    for mode in ("static", "dynamic"):
+        for level in levels:
+            p = result.best_within(level + 1e-9, mode, split=split)
+            if p is None or all(is_exact(v) for v in p.knobs.values()):
+                continue
+            key = repr(sorted(p.knobs.items()))
+            if key in seen:
+                seen[key]["label"] += f", {mode} <= {round(100 * level)} %"
+                continue
+            if progress:
+                progress(f"[ablation] {mode} <= {round(100 * level)} %")
+            row = ablate(program, p.knobs, measurer, f"{mode}, QoS loss up to {round(100 * level)} %")
+            seen[key] = row
+            out.append(row)
+    return out

@@ -1,0 +1,167 @@
+"""Re-measure front configurations as a user would: rebuild each chosen
+configuration and the exact program, time them paired on the held-out inputs (or
+inputs given), and set speedup (with its interval) and QoS loss beside what the
+study recorded.
+
+The held-out figures of `autotuner.tune`, of the systems' runs and of
+bench/results.py come from `evaluate_front`, the same code as `approx-tune verify`:
+a recorded figure is what re-measuring gives, up to the reported interval.
+
+A result says how to load everything again: `program_spec` (`file.mlir:entry`, or
+`pkg.module:attr` naming a program, a decorated function or a factory of either),
+`metric_spec` (a builtin metric name or `pkg.module:attr`) and `held_out`:
+{"inputs": "pkg.module:fn", "kwargs": {...}} where fn(**kwargs) returns the
+held-out inputs (or (inputs, references)), or with "eval_ratio" and "seed" the
+inputs of the whole run, split again as `tune` split them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from approx_dialect.diagnostics import ApproxError
+from autotuner.measure import Measurer, split_inputs
+from autotuner.results import FrontPoint, TuningResult
+
+WHERE = "<approx-tune verify>"
+
+
+@dataclass
+class Verified:
+    """One front point re-measured, beside what the study recorded."""
+
+    mode: str
+    index: int  # position in its mode's front (by increasing tuning QoS loss)
+    knobs: dict
+    qos_loss: float
+    speedup: float
+    speedup_ci: list[float] | None
+    recorded_qos_loss: float | None  # the held-out figures of the result, if it has them
+    recorded_speedup: float | None
+    recorded_ci: list[float] | None
+    n: int
+    seconds: float | None = None
+    exact_seconds: float | None = None
+    money: float | None = None
+
+    @property
+    def speedup_change(self) -> float | None:
+        """Re-measured / recorded speedup - 1."""
+        if not self.recorded_speedup:
+            return None
+        return self.speedup / self.recorded_speedup - 1.0
+
+
+def load_program(result: TuningResult, program=None):
+    from autotuner.loading import as_program
+
+    if program is not None:
+        return as_program(program)
+    if not result.program_spec:
+        raise ApproxError("the result does not say how to load its program again (no program_spec): "
+                          "give --program", where=WHERE)
+    return as_program(result.program_spec)
+
+
+def load_metric(result: TuningResult, metric=None):
+    if metric is not None:
+        return metric
+    spec = result.metric_spec
+    if not spec:
+        raise ApproxError(f"the result does not say how to load its QoS metric ({result.qos_metric!r}): "
+                          "give --metric", where=WHERE)
+    if ":" in spec:
+        from autotuner.loading import load_object
+
+        return load_object(spec, "QoS metric")
+    return spec
+
+
+def held_out_inputs(result: TuningResult) -> tuple[list, list | None]:
+    """The held-out inputs (and references) the result was evaluated on."""
+    from autotuner.loading import load_inputs
+
+    spec = result.held_out
+    if not spec or "inputs" not in spec:
+        raise ApproxError("the result does not say where its held-out inputs come from: give --inputs",
+                          where=WHERE)
+    inputs, refs = load_inputs(spec["inputs"], spec.get("kwargs") or {})
+    if spec.get("eval_ratio") is not None:
+        _, (inputs, refs) = split_inputs(inputs, refs, spec["eval_ratio"], spec.get("seed", 0))
+    return inputs, refs
+
+
+def chosen_points(result: TuningResult, mode: str | None = None,
+                  points: list[int] | None = None) -> list[tuple[str, int, FrontPoint]]:
+    """(mode, index, point) of the front points to re-measure: all, or `points`
+    (indices into the front of `mode`, or of each mode when `mode` is None)."""
+    out = []
+    for m in ("static", "dynamic"):
+        if mode not in (None, m):
+            continue
+        front = result.front_of(m)
+        for i in points if points is not None else range(len(front)):
+            if not 0 <= i < len(front):
+                raise ApproxError(f"point {i} is not in the {m} front (0..{len(front) - 1})", where=WHERE)
+            out.append((m, i, front[i]))
+    if not out:
+        raise ApproxError("the result's front is empty: nothing to verify", where=WHERE)
+    return out
+
+
+def measure_points(measurer: Measurer, program, points: list[tuple[str, int, FrontPoint]],
+                   progress=None) -> list[Verified]:
+    """Each point's configuration rebuilt and measured paired against the exact program."""
+    from autotuner.workers import build
+
+    out = []
+    for k, (mode, i, p) in enumerate(points):
+        if progress:
+            progress(f"[verify] {k + 1}/{len(points)}: {mode} point {i}")
+        m = measurer.measure(build(program, p.knobs), p.knobs)
+        out.append(Verified(mode, i, p.knobs, m.qos_loss, m.speedup,
+                            None if m.speedup_low is None else [m.speedup_low, m.speedup_high],
+                            p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci, m.n,
+                            None if m.seconds != m.seconds else m.seconds, m.exact_seconds, m.money))
+    return out
+
+
+def verify(result: TuningResult, *, mode: str | None = None, points: list[int] | None = None,
+           inputs=None, references=None, program=None, metric=None, repeats: int | None = None,
+           clock: str | None = None, reverse: bool = False, progress=None) -> list[Verified]:
+    """Re-measure front points of `result` on its held-out inputs (or `inputs`)."""
+    program = load_program(result, program)
+    if inputs is None:
+        inputs, references = held_out_inputs(result)
+    chosen = chosen_points(result, mode, points)
+    if reverse:
+        chosen = chosen[::-1]
+    measurer = Measurer(program, inputs, references, load_metric(result, metric), repeats or 1,
+                        what="evaluation", clock=clock or result.clock or "wall")
+    return measure_points(measurer, program, chosen, progress)
+
+
+def evaluate_front(result: TuningResult, program, measurer: Measurer, progress=None) -> None:
+    """Fill in the held-out figures of every front point (what `tune` and the systems
+    record; `verify` re-measures them the same way)."""
+    chosen = [(p.mode, i, p) for m in ("static", "dynamic") for i, p in enumerate(result.front_of(m))]
+    for (_, _, p), v in zip(chosen, measure_points(measurer, program, chosen, progress)):
+        p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci = v.qos_loss, v.speedup, v.speedup_ci
+        p.seconds_eval = v.seconds
+    result.exact_seconds_eval = measurer.exact_seconds()
+
+
+def _ci(ci) -> str:
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "-"
+
+
+def table(rows: list[Verified]) -> str:
+    lines = [f"{'mode':8} {'#':>2} {'loss':>7} {'speedup':>8} {'interval':>14} | {'recorded loss':>13} "
+             f"{'speedup':>8} {'interval':>14} {'change':>7}"]
+    for v in sorted(rows, key=lambda v: (v.mode, v.index)):
+        rec_loss = "-" if v.recorded_qos_loss is None else f"{100 * v.recorded_qos_loss:.2f} %"
+        rec = "-" if v.recorded_speedup is None else f"{v.recorded_speedup:.2f}x"
+        change = "-" if v.speedup_change is None else f"{100 * v.speedup_change:+.1f} %"
+        lines.append(f"{v.mode:8} {v.index:>2} {100 * v.qos_loss:6.2f}% {v.speedup:7.2f}x {_ci(v.speedup_ci):>14} | "
+                     f"{rec_loss:>13} {rec:>8} {_ci(v.recorded_ci):>14} {change:>7}")
+    return "\n".join(lines)

@@ -1,0 +1,73 @@
+"""Paired timing: a speedup is the ratio of exact and approximate times taken side by
+side, so a load change of the machine between measurements does not move it."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from approx_opt.config import KnobSpec
+from autotuner.measure import Measurer, bootstrap_ratio
+
+
+class SlowProgram:
+    """A program whose exact pass is slow (sleeps; wall clock) and whose approximate
+    version sleeps half as long. `drift` multiplies every sleep: the machine slowing down."""
+
+    name = "slow"
+
+    def __init__(self, seconds: float = 0.03):
+        self.seconds, self.drift = seconds, 1.0
+
+    def knobs(self):
+        return [KnobSpec("half", "run", "func_substitute", "static", (0, 1))]
+
+    def build(self, config):
+        factor = 0.5 if config["half"]["knob_val"] else 1.0
+
+        def run(x):
+            time.sleep(self.seconds * factor * self.drift)
+            return x
+
+        return run
+
+
+def _measure(drift_after_exact: float):
+    program = SlowProgram()
+    m = Measurer(program, list(range(6)), None, "rel_l2", repeats=3, clock="wall")
+    program.drift = drift_after_exact  # switched on after the exact program was first timed
+    fn = program.build({"half": {"knob_val": 1}})
+    return m.measure(fn, {"half": {"knob_val": 1}})
+
+
+def test_load_drift_does_not_move_the_speedup():
+    steady, drifted = _measure(1.0), _measure(3.0)
+    for got in (steady, drifted):
+        assert got.speedup_low <= got.speedup <= got.speedup_high
+        assert 1.6 < got.speedup < 2.4, got
+    # the drifted speedup lies within the steady measurement's interval (widened by its own)
+    assert drifted.speedup_low - 0.15 <= steady.speedup <= drifted.speedup_high + 0.15
+    assert drifted.exact_seconds > 2 * steady.exact_seconds  # the exact program was re-timed under the drift
+
+
+def test_costly_inputs_are_timed_one_by_one_and_cheap_passes_in_rounds():
+    program = SlowProgram(0.03)
+    m = Measurer(program, list(range(5)), None, "rel_l2", repeats=3, clock="wall")
+    assert m.blocks(5) == [(i, i + 1, 1) for i in range(5)]  # each input >= 20 ms: its own block
+    quick = SlowProgram(0.0)
+    q = Measurer(quick, list(range(5)), None, "rel_l2", repeats=3, clock="wall")
+    (start, end, loops), = q.blocks(5)
+    assert (start, end) == (0, 5) and loops > 1  # a pass of microseconds is repeated above the clock's noise
+    t = q.paired(quick.build({"half": {"knob_val": 0}}))
+    assert t.rounds == 3 and len(t.exact) == 3
+
+
+def test_bootstrap_interval():
+    e, a = np.full(20, 2.0), np.full(20, 1.0)
+    assert bootstrap_ratio(e, a) == (2.0, 2.0)
+    rng = np.random.default_rng(1)
+    e2 = 2.0 + rng.normal(0, 0.3, 40)
+    lo, hi = bootstrap_ratio(e2, a[:1].repeat(40))
+    assert lo < e2.sum() / 40 < hi and hi - lo < 0.5
+    assert bootstrap_ratio([1.0], [0.5]) == (2.0, 2.0)
