@@ -11,7 +11,7 @@ The dynamic study starts from the static front (each static configuration is a
 ladder deciding one value everywhere), then searches thresholds and decisions.
 The exact program is always available, so a level's speedup is at least 1.00x
 (a lower measurement of the best front point is noted, as timing noise).
-Usage: `python bench/kernels_bench.py [trials per mode]` (default 12).
+Usage: `python bench/kernels_bench.py [--trials N]` (default 12 per mode).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ class KernelRun:
     wall_seconds: float
     exact_ms: float | None
     notes: list[str] = field(default_factory=list)
+    points: dict = field(default_factory=dict)  # mode -> level -> the chosen point (knobs, speedup, interval)
+    held_out: dict = field(default_factory=dict)  # how to load the held-out inputs again
 
 
 def _dynamic_of(space, config: dict) -> dict:
@@ -99,12 +101,27 @@ def tune_kernel(name: str, trials: int, seed: int = 0, n_tune: int = 4, repeats:
             _warm_start(mod.program, storage, f"{name}/dynamic", static.front_of("static"))
             results["dynamic"] = tune(mod.program, tune_in, mode="dynamic", storage=storage, out_dir=out, **common)
     speedups = {mode: _best(r, mode, notes) for mode, r in results.items()}
+    points = {mode: _points(r, mode) for mode, r in results.items()}
     if "dynamic" not in speedups:
         speedups["dynamic"] = dict(speedups["static"])
+        points["dynamic"] = dict(points["static"])
         notes.append("no decision tree: dynamic = static")
     exact_ms = 1000 * static.exact_seconds_eval / static.n_eval if static.exact_seconds_eval else None
     return KernelRun(name, static.qos_metric, speedups, sum(r.trials for r in results.values()),
-                     sum(r.tuning_seconds for r in results.values()), time.perf_counter() - t0, exact_ms, notes)
+                     sum(r.tuning_seconds for r in results.values()), time.perf_counter() - t0, exact_ms, notes,
+                     points, {"inputs": "examples.kernels:held_out_inputs",
+                              "kwargs": {"name": name, "n_tune": n_tune, "seed": seed}})
+
+
+def _points(result, mode: str) -> dict:
+    """Per level the chosen front point: what rebuilding and re-timing it needs, its figures."""
+    out = {}
+    for level in LEVELS:
+        p = result.best_within(int(level) / 100, mode, split="eval")
+        out[level] = None if p is None or (p.speedup_eval or 0) <= 1.0 else {
+            "knobs": p.knobs, "speedup": p.speedup_eval, "speedup_ci": p.speedup_eval_ci,
+            "qos_loss": p.qos_loss_eval, "speedup_tune": p.speedup_tune, "speedup_tune_ci": p.speedup_tune_ci}
+    return out
 
 
 def kernel_runs(trials_per_kernel: int = 12, seed: int = 0, n_tune: int = 4, log=None) -> list[KernelRun]:
@@ -122,8 +139,12 @@ def kernel_runs(trials_per_kernel: int = 12, seed: int = 0, n_tune: int = 4, log
 
 def run_kernels(trials_per_kernel: int = 12, seed: int = 0, n_tune: int = 4) -> dict:
     """Per kernel {"static": {"1","5","10": speedup}, "dynamic": {...}} (held-out
-    speedup over exact within <= 1/5/10 % QoS loss); `trials_per_kernel` trials per mode."""
-    return {r.name: {m: dict(r.speedups[m]) for m in MODES}
+    speedup over exact within <= 1/5/10 % QoS loss; the exact program where none is
+    faster), with "points" (the chosen configurations and their intervals), the
+    program, its metric and its held-out inputs; `trials_per_kernel` trials per mode."""
+    return {r.name: {**{m: dict(r.speedups[m]) for m in MODES}, "points": r.points,
+                     "program": f"examples.kernels.{r.name}:program", "metric": f"examples.kernels.{r.name}:METRIC",
+                     "held_out": r.held_out}
             for r in kernel_runs(trials_per_kernel, seed, n_tune)}
 
 
@@ -152,8 +173,11 @@ def table(runs: list[KernelRun]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    trials = int(argv[0]) if argv else 12
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=12, help="trials per mode and kernel (default 12)")
+    trials = ap.parse_args(argv).trials
     t0 = time.perf_counter()
     runs = kernel_runs(trials, log=lambda s: print(s, flush=True))
     print(f"\n## Kernels: held-out speedup over exact within QoS loss ({trials} trials per mode, "

@@ -1,6 +1,8 @@
-"""Issue 6's benchmark: the three compound AI systems and the five kernels, tuned
-and evaluated on held-out inputs; writes bench/results.json (the shape of issue 6,
-item 5) and bench/results.md (our numbers beside the paper's, and the command).
+"""The results benchmark: the three compound AI systems and the five kernels, tuned
+and evaluated on held-out inputs; writes bench/results.json (per system, mode and
+level the speedup, and the chosen configuration with its interval and what
+rebuilding it needs: program, metric, held-out inputs) and bench/results.md (our
+numbers beside the paper's, and the command).
 
 A part that cannot run (not written yet, or failing) is recorded as missing (null
 in the JSON, the reason in the Markdown) instead of stopping the others. With
@@ -9,7 +11,7 @@ in the JSON, the reason in the Markdown) instead of stopping the others. With
     .venv/bin/python bench/results.py                       # what `make bench` runs
     .venv/bin/python bench/results.py --only rag_dense --rag-n-tune 24   # one part, smaller
 
-Defaults: each system tuned for at most 12-14 minutes (the issue's limit: 15), held-out
+Defaults: each system tuned for at most 12-14 minutes, held-out
 evaluation 5x the tuning questions; the whole run takes about 1.5 hours on 2 cores.
 """
 
@@ -84,7 +86,7 @@ def run_systems(names, sizes: dict, seed: int, log) -> tuple[dict, dict, dict]:
             log(f"[results] {name}: missing ({missing[name]})")
             traceback.print_exc(file=sys.stderr)
             continue
-        rows[name] = {k: _num_keys(row[k]) for k in SHAPE}
+        rows[name] = {k: _num_keys(row[k]) if k in ("static", "dynamic") else row.get(k) for k in SHAPE}
         details[name] = {k: v for k, v in row.items() if k not in SHAPE}
         log(f"[results] {name}: done ({row.get('wall_seconds', 0):.0f} s)")
     return rows, details, missing
@@ -104,7 +106,8 @@ def run_kernels(trials: int, n_tune: int, seed: int, log) -> tuple[dict, str | N
     out = {}
     for k in KERNELS:
         r = got.get(k)
-        out[k] = None if r is None else {m: {str(lv): float(v) for lv, v in r[m].items()} for m in ("static", "dynamic")}
+        out[k] = None if r is None else {**r, **{m: {str(lv): float(v) for lv, v in r[m].items()}
+                                                  for m in ("static", "dynamic")}}
     return out, None
 
 
@@ -112,17 +115,27 @@ def _num_keys(v):
     return {str(k): float(x) for k, x in v.items()} if isinstance(v, dict) else v
 
 
-def _x(v) -> str:
-    return "-" if v is None else f"{v:.2f}x"
+def _x(v, point=None) -> str:
+    """A level's speedup, with the 95 % interval of the chosen point's paired timing."""
+    if v is None:
+        return "-"
+    ci = (point or {}).get("speedup_ci")
+    return f"{v:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{v:.2f}x"
+
+
+def _pt(row: dict, mode: str, level) -> dict | None:
+    return ((row.get("points") or {}).get(mode) or {}).get(str(level))
 
 
 def markdown(data: dict, details: dict, missing: dict, kept: list, command: str, seconds: float,
              runs: dict | None = None) -> str:
-    lines = ["# Issue 6 results: compound AI systems and kernels", "",
+    lines = ["# Results: compound AI systems and kernels", "",
              f"- machine: {data['machine']}", f"- commit: {data['commit']}",
              f"- command: `{command}` ({seconds / 60:.1f} min)", "",
              "Speedup = exact time / approximate time on the held-out evaluation split (tuning and evaluation "
-             "inputs disjoint, evaluation 5x tuning), thread CPU time with torch on one thread; the fastest "
+             "inputs disjoint, evaluation 5x tuning), thread CPU time with torch on one thread, the two timed "
+             "side by side (paired, `autotuner.measure`), with the 95 % bootstrap interval in brackets "
+             "(`-` none: the exact program); `approx-tune verify --out <the result folder>` re-measures any point; the fastest "
              "front configuration whose held-out QoS loss is within the level (the exact program meets every "
              "level: 1.00x when no approximation does). QoS loss = (QoS_exact - QoS_approx) / QoS_exact; "
              "QoS = answer containment of the gold answers (SQuAD normalisation) for the RAG systems, BFCL AST "
@@ -143,7 +156,7 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
         for mode in ("static", "dynamic"):
             first = mode == "static"
             lines.append("| " + " | ".join([
-                name if first else "", mode, *(_x(row[mode][str(p)]) for p in LEVELS),
+                name if first else "", mode, *(_x(row[mode][str(p)], _pt(row, mode, p)) for p in LEVELS),
                 paper if not first else "n/a", verdict if first else "",
                 f"{row['exact_seconds_per_query']:.3f}" if first else "",
                 f"{row['qos_exact']:.3f}" if first and row["qos_exact"] is not None else "",
@@ -160,10 +173,24 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
         if d.get("fixed"):
             lines.append("- fixed at exact (stage under 2 % of the exact time): "
                          + ", ".join(f"{k} ({100 * v:.2f} %)" for k, v in d["fixed"].items()))
-        for p in d.get("front", []):
-            loss = "-" if p["qos_loss_eval"] is None else f"{100 * p['qos_loss_eval']:.1f} %"
-            lines.append(f"- {p['mode']} front: {_x(p['speedup_eval'])} at {loss} held-out loss: "
-                         f"`{json.dumps(p['knobs'], sort_keys=True)}`")
+        front = d.get("front", [])
+        if front:
+            lines += ["", "| mode | QoS loss tuning | speedup tuning | QoS loss held-out | speedup held-out "
+                      "| held-out vs tuning | knobs |", "|---|---|---|---|---|---|---|"]
+        for p in front:
+            loss = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+            gap = (f"{100 * (p['speedup_eval'] / p['speedup_tune'] - 1):+.0f} %"
+                   if p.get("speedup_eval") and p.get("speedup_tune") else "-")
+            lines.append(f"| {p['mode']} | {loss(p.get('qos_loss_tune'))} | "
+                         f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})} | "
+                         f"{loss(p.get('qos_loss_eval'))} | "
+                         f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
+                         f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
+        for a in d.get("ablations") or []:
+            rows = ", ".join(f"{r['knob']} {100 * r['speedup_share']:.0f} %" for r in a["rows"]
+                             if r.get("speedup_share") is not None)
+            lines.append(f"- ablation, {a['label']} ({_x(a['speedup'], a)}): share of the speedup per knob "
+                         f"(each set back to exact, paired, {a.get('inputs', '')}): {rows or '-'}")
     lines += ["", "## Kernels", "", "| kernel | mode | <= 1 % | <= 5 % | <= 10 % |", "|---|---|---|---|---|"]
     for name in KERNELS:
         row = data["kernels"].get(name)
@@ -172,7 +199,7 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
             continue
         for mode in ("static", "dynamic"):
             lines.append(f"| {name if mode == 'static' else ''} | {mode} | "
-                         + " | ".join(_x(row[mode].get(lv)) for lv in KERNEL_LEVELS) + " |")
+                         + " | ".join(_x(row[mode].get(lv), _pt(row, mode, lv)) for lv in KERNEL_LEVELS) + " |")
     if missing or kept:
         lines += ["", "## Not run here", ""]
         lines += [f"- {k}: missing: {v}" for k, v in missing.items()]
@@ -194,6 +221,8 @@ def main(argv=None) -> int:
     ap.add_argument("--kernel-trials", type=int, default=12)
     ap.add_argument("--kernel-n-tune", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ablate", default="3,6,9", help="QoS-loss levels (percent) whose chosen points are ablated "
+                    "(each knob set back to exact, paired; on n-tune held-out inputs); empty: none")
     ap.add_argument("--render", action="store_true",
                     help="run nothing: write results.md again from results.json and results_runs.json")
     args = ap.parse_args(argv)
@@ -205,9 +234,11 @@ def main(argv=None) -> int:
         ap.error(f"unknown part {unknown[0]!r} (parts: {', '.join((*SYSTEMS, 'kernels'))})")
     start = time.perf_counter()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds)
+    ablate = tuple(int(v) for v in args.ablate.split(",") if v.strip())
+    rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate)
     sizes = {"rag_bm25": rag, "rag_dense": rag,
-             "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds)}
+             "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
+                           ablate_levels=ablate)}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}
     rows, details, missing = run_systems([p for p in SYSTEMS if p in parts], sizes, args.seed, log)
     kept = [n for n in SYSTEMS if n not in parts and old["systems"].get(n)]

@@ -17,14 +17,15 @@ sys.path.insert(0, str(ROOT))
 
 LEVELS = (3, 6, 9)
 SYSTEMS = ("rag_bm25", "rag_dense", "tools")
-SHAPE = ("exact_seconds_per_query", "static", "dynamic", "tuning_seconds", "trials", "qos_exact")
+SHAPE = ("exact_seconds_per_query", "static", "dynamic", "tuning_seconds", "trials", "qos_exact", "points", "program",
+         "metric", "held_out", "result")
 # ApproxMLIR (MLSys 2026), dynamic approximation, speedup at <= 3 / 6 / 9 % QoS loss; static not reported
 PAPER = {"rag_bm25": (1.00, 1.23, 1.57), "rag_dense": (2.64, 2.64, 3.04), "tools": (1.09, 1.20, 1.20)}
 TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5)}  # issue 6: >= speedup at <= loss %
 
 
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
-            out_dir: str | Path | None = None) -> dict:
+            out_dir: str | Path | None = None, ablate_levels: tuple = ()) -> dict:
     from examples.systems.tuning import held_out_speedup as best, tune_system
 
     run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or ROOT / "reports" / "bench" / name, seed=seed,
@@ -39,22 +40,25 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
         # details for bench/results.md (not in results.json)
         "n_tune": r.n_tune, "n_eval": r.n_eval, "trials_per_mode": run.trials_per_mode,
         "wall_seconds": run.wall_seconds, "report": str(run.report), "fixed": run.fixed,
-        "front": [{"mode": p.mode, "knobs": {k: v for k, v in p.knobs.items() if v != {"knob_val": 0}},
-                   "qos_loss_eval": p.qos_loss_eval, "speedup_eval": p.speedup_eval} for p in r.front],
+        "front": front_gaps(r),
+        "points": level_points(r, LEVELS), "program": r.program_spec, "metric": r.metric_spec,
+        "held_out": r.held_out, "result": str(run.out_dir / "result.json"),
+        "importances": r.importances, "ablations": r.ablations,
         "best_at_9": {m: (p.knobs if p else None) for m, p in chosen.items()},
     }
 
 
 def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = 600, seed: int = 0,
-               out_dir: str | Path | None = None) -> dict:
+               out_dir: str | Path | None = None, ablate_levels: tuple = ()) -> dict:
     """One system's row: the keys of results.json (SHAPE) plus details for the Markdown."""
     if name == "tools":
         from examples.systems.tools_agent import run_system as tools_run
 
-        return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or ROOT / "reports" / "bench" / name)
+        return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or ROOT / "reports" / "bench" / name,
+                         ablate_levels=ablate_levels)
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
-    return rag_row(name, n_tune, trials, seconds, seed, out_dir)
+    return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels)
 
 
 if __name__ == "__main__":

@@ -21,4 +21,9 @@ def kernel(name: str) -> ModuleType:
     return importlib.import_module(f"examples.kernels.{name}")
 
 
-__all__ = ["KERNELS", "kernel"]
+def held_out_inputs(name: str, n_tune: int, seed: int = 0) -> list:
+    """The evaluation inputs of `make_inputs`: what `approx-tune verify` re-measures a kernel's front on."""
+    return kernel(name).make_inputs(n_tune, seed)[1]
+
+
+__all__ = ["KERNELS", "held_out_inputs", "kernel"]

@@ -250,6 +250,12 @@ def is_exact(config: dict | None) -> bool:
     return True
 
 
+def held_out_questions(n_tune: int, seed: int = 0):
+    """(questions, gold answers) of the held-out evaluation split of `question_sets`:
+    what `approx-tune verify` re-measures a RAG system's front on."""
+    return question_sets(n_tune, seed)[1]
+
+
 def question_sets(n_tune: int, seed: int = 0):
     """(tune questions, tune answers), (evaluation questions, evaluation answers):
     disjoint articles, evaluation 5x tuning, seeded (examples/squad.py)."""

@@ -129,14 +129,22 @@ EVAL_REPEATS = 2  # timed passes per held-out measurement (median): timings here
 SAMPLER = "predictive"  # as the RAG systems (examples/systems/tuning.py)
 
 
-def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None) -> dict:
+def held_out(n_tune: int, seed: int = 0) -> tuple[list[ToolQuery], list]:
+    """(requests, items) of the held-out split: what `approx-tune verify` re-measures on."""
+    items = split(n_tune, seed)[1]
+    return [query_of(i) for i in items], items
+
+
+def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
+               ablate_levels: tuple = ()) -> dict:
     """Tune the agent on `n_tune` BFCL items (static, then dynamic seeded with the static
     front; `trials` evaluations each, or what `seconds` allows, half per mode) and
     evaluate both fronts on 5 x n_tune held-out items: the row of bench/results.json.
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import tune
     from examples.systems.common import one_thread
-    from examples.systems.tuning import held_out_speedup, search_static_then_dynamic
+    from examples.systems.tuning import (explain_levels, front_gaps, held_out_speedup, level_points,
+                                         record_how_to_verify, search_static_then_dynamic)
 
     one_thread()
     start = time.perf_counter()
@@ -155,6 +163,11 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
         seed_dynamic=lambda: seed_dynamic(program, storage, "tools", budget, max(2, trials // 2)), **common)
     result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done.values())),
                   study_name="tools", **{**common, "repeats": EVAL_REPEATS})
+    record_how_to_verify(result, "examples.systems.tools_agent:program", "examples.systems.tools_agent:ast_match",
+                         {"inputs": "examples.systems.tools_agent:held_out", "kwargs": {"n_tune": n_tune, "seed": seed}})
+    if ablate_levels:
+        explain_levels(result, program, eval_in[:n_tune], eval_items[:n_tune], ast_match, ablate_levels)
+    result.save(out / "result.json")
     exact = program.exact()
     outputs = [exact(q) for q in eval_in]
     row = {"exact_seconds_per_query": result.exact_seconds_eval / len(eval_in),
@@ -164,7 +177,9 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
            "qos_exact": sum(ast_match(o, i) for o, i in zip(outputs, eval_items)) / len(eval_items),
            "qos_exact_by_category": accuracy_by_category(eval_items, outputs),
            "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": done,
-           "result": str(out / "result.json")}
+           "result": str(out / "result.json"), "points": level_points(result, LEVELS),
+           "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
+           "gaps": front_gaps(result)}
     from autotuner.report import write_report
 
     row["report"] = str(write_report(result, out))

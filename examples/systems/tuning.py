@@ -84,6 +84,54 @@ def held_out_speedup(result, percent: int, mode: str) -> float:
     return max(1.0, float(p.speedup_eval)) if p is not None else 1.0
 
 
+def level_points(result, levels) -> dict:
+    """{mode: {percent: the chosen front point}}: the fastest front point within each
+    held-out QoS-loss level, with what rebuilding and re-timing it needs (its
+    configuration, the JSON `program.build` takes) and its figures; None where the
+    exact program is the best (no approximation within the level)."""
+    out = {}
+    for mode in ("static", "dynamic"):
+        out[mode] = {}
+        for percent in levels:
+            p = result.best_within(percent / 100 + 1e-9, mode=mode, split="eval")
+            if p is None or p.speedup_eval is None or p.speedup_eval <= 1.0:
+                out[mode][str(percent)] = None
+                continue
+            out[mode][str(percent)] = {
+                "knobs": p.knobs, "speedup": p.speedup_eval, "speedup_ci": p.speedup_eval_ci,
+                "qos_loss": p.qos_loss_eval, "speedup_tune": p.speedup_tune, "speedup_tune_ci": p.speedup_tune_ci,
+                "qos_loss_tune": p.qos_loss_tune, "trial": p.trial}
+    return out
+
+
+def front_gaps(result) -> list[dict]:
+    """Each front point's tuning and held-out figures side by side (the gap a user sees)."""
+    keys = ("qos_loss_tune", "speedup_tune", "speedup_tune_ci", "qos_loss_eval", "speedup_eval", "speedup_eval_ci")
+    return [{"mode": p.mode, "trial": p.trial, "knobs": {k: v for k, v in p.knobs.items() if v != {"knob_val": 0}},
+             **{k: getattr(p, k) for k in keys}} for p in result.front]
+
+
+def record_how_to_verify(result, program: str, metric: str, held_out: dict) -> None:
+    """What `approx-tune verify --out DIR` needs to rebuild and re-time the front."""
+    result.program_spec, result.metric_spec, result.held_out = program, metric, held_out
+
+
+def explain_levels(result, program, inputs, references, metric, levels, clock: str = "cpu") -> None:
+    """Ablations of the chosen points (each knob set back to exact, paired timing) on
+    `inputs`, into `result.ablations` (the report shows them)."""
+    import sys
+
+    from autotuner.explain import ablate_levels
+    from autotuner.measure import Measurer
+
+    m = Measurer(program, inputs, references, metric, 1, what="evaluation", clock=clock)
+    rows = ablate_levels(result, program, m, [lv / 100 for lv in levels],
+                         progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    for r in rows:
+        r["inputs"] = f"the first {len(inputs)} held-out inputs"
+    result.ablations = rows
+
+
 def search_static_then_dynamic(program, inputs, references, *, name: str, trials: int, seconds: float | None,
                                seed_dynamic, **tune_kwargs) -> dict[str, int]:
     """The two searches of a system on one study file: static, then dynamic after
@@ -197,11 +245,13 @@ def seed_dynamic(program, storage: str, base: str, budget: float, narrow: dict, 
 def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = None,
                 out_dir: str | Path | None = None, seed: int = 0, budget: float = BUDGET,
                 sampler: str = SAMPLER, report: bool = True, fresh: bool = True, evaluate: bool = True,
-                progress: bool = False, program=None, eval_repeats: int = REPEATS) -> SystemRun:
+                progress: bool = False, program=None, eval_repeats: int = REPEATS,
+                ablate_levels: tuple = ()) -> SystemRun:
     """Tune system `name` (or `program`, a RagSystem) on `n_tune` tuning questions
     (evaluation: 5x as many, other articles), `trials` evaluations per mode, at most
-    about `seconds` of search; `evaluate=False` skips the held-out evaluation, which
-    times `eval_repeats` passes per configuration (the median)."""
+    about `seconds` of search; `evaluate=False` skips the held-out evaluation (paired
+    timing, `eval_repeats` rounds at most). `ablate_levels` (percent QoS-loss levels):
+    ablate the chosen point of each on the first `n_tune` held-out questions."""
     from autotuner.study import tune
     from examples.systems.common import METRIC, NARROW, question_sets
 
@@ -233,6 +283,11 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         "counts); the held-out evaluation with the gold answers (answer containment, the paper's QoS)",
         "fixed at exact (their retrieval stage takes under 2 % of the exact program's time): "
         + (", ".join(f"{k} ({100 * v:.2f} %)" for k, v in negligible.items()) or "none")]
+    record_how_to_verify(result, f"{SYSTEMS.get(name, '')}:system", "examples.systems.common:METRIC",
+                         {"inputs": "examples.systems.common:held_out_questions",
+                          "kwargs": {"n_tune": n_tune, "seed": seed}})
+    if ablate_levels and evaluate:
+        explain_levels(result, program, eval_q[:n_tune], eval_a[:n_tune], METRIC, ablate_levels)
     result.save(out / "result.json")
     run = SystemRun(name, result, qos_exact, 0.0, out, trials_per_mode=done, fixed=negligible)
     if report:
