@@ -121,12 +121,17 @@ def explain_levels(result, program, inputs, references, metric, levels, clock: s
     `inputs`, into `result.ablations` (the report shows them)."""
     import sys
 
+    from approx_dialect.diagnostics import ApproxError
     from autotuner.explain import ablate_levels
     from autotuner.measure import Measurer
 
-    m = Measurer(program, inputs, references, metric, 1, what="evaluation", clock=clock)
-    rows = ablate_levels(result, program, m, [lv / 100 for lv in levels],
-                         progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    try:
+        m = Measurer(program, inputs, references, metric, 1, what="evaluation", clock=clock)
+        rows = ablate_levels(result, program, m, [lv / 100 for lv in levels],
+                             progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    except ApproxError as err:  # e.g. the exact program scores 0 on a tiny slice: no loss to share out
+        result.notes.append(f"ablation not measured: {err.message}")
+        return
     for r in rows:
         r["inputs"] = f"the first {len(inputs)} held-out inputs"
     result.ablations = rows
