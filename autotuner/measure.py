@@ -15,7 +15,10 @@ approximate then exact, alternating), so a load change of the machine hits both
 alike; cheap passes (under 0.25 s) get `repeats` rounds, costly ones as many as
 give >= 8 blocks in all (at most `repeats`). Speedup = total exact time / total
 approximate time; its 95 % interval is a bootstrap over the timed blocks. The
-first pass over the inputs is the warm-up (its outputs give the QoS).
+first pass over the inputs is the warm-up (its outputs give the QoS). While
+tuning (`timing_seconds`, `TUNING_TIMING_SECONDS`), a costly pass is timed on
+evenly spread inputs whose exact run lasts about 2 s (QoS on all of them); the
+held-out evaluation times every input.
 `clock="wall"` times wall-clock seconds (what a user waits: right for programs
 that wait on servers or run threads); `clock="cpu"` the calling thread's CPU
 seconds, which a busy shared machine barely disturbs (right for in-process JIT
@@ -42,9 +45,12 @@ MIN_BLOCK_SECONDS = 0.02  # a timed block holds (or repeats) inputs until its ex
 CHEAP_PASS_SECONDS = 0.25  # a pass this cheap is timed in `repeats` rounds
 MIN_BLOCKS = 8  # costly passes: rounds until this many blocks are timed (at most `repeats` rounds)
 BOOTSTRAP_SAMPLES = 2000
+TUNING_TIMING_SECONDS = 2.0  # tuning: time evenly spread inputs whose exact run lasts this long
 TIMING = ("paired: exact and approximate timed side by side, block by block (a block: consecutive inputs "
           "whose exact run lasts >= 20 ms, one input for costly programs), order alternating; speedup = total "
-          "exact time / total approximate time; interval: 95 % bootstrap over the blocks")
+          "exact time / total approximate time; interval: 95 % bootstrap over the blocks. Tuning times evenly "
+          "spread tuning inputs whose exact run lasts >= 2 s (all of them when a pass is shorter; QoS on all); "
+          "the held-out evaluation times every held-out input")
 CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 
 
@@ -60,6 +66,8 @@ class PairedTiming:
     exact: np.ndarray
     approx: np.ndarray
     rounds: int
+    scale: float = 1.0  # whole pass / timed slice (exact warm-up times): seconds are per whole pass
+    timed: int = 0  # inputs timed
 
     @property
     def speedup(self) -> float:
@@ -70,12 +78,12 @@ class PairedTiming:
         return bootstrap_ratio(self.exact, self.approx, level, seed)
 
     @property
-    def exact_seconds(self) -> float:  # one exact pass over the inputs
-        return float(self.exact.sum()) / self.rounds
+    def exact_seconds(self) -> float:  # one exact pass over the inputs (estimated from the slice)
+        return self.scale * float(self.exact.sum()) / self.rounds
 
     @property
     def approx_seconds(self) -> float:
-        return float(self.approx.sum()) / self.rounds
+        return self.scale * float(self.approx.sum()) / self.rounds
 
 
 def ratio(exact: float, approx: float) -> float:
@@ -119,10 +127,12 @@ class Measurer:
 
     def __init__(self, program, inputs: Sequence, references: Sequence | None, metric: str | Callable | Metric,
                  repeats: int = 5, money: Callable | None = None, objective: str = "time",
-                 exact_config: dict | None = None, what: str = "tuning", clock: str = "wall"):
+                 exact_config: dict | None = None, what: str = "tuning", clock: str = "wall",
+                 timing_seconds: float | None = None):
         if clock not in CLOCKS:
             raise ApproxError(f"clock must be 'wall' or 'cpu', got {clock!r}", where=WHERE)
         self.clock, self._now = clock, CLOCKS[clock]
+        self.timing_seconds = timing_seconds  # time a slice whose exact run lasts this long (None: all)
         if repeats < 1:
             raise ApproxError(f"repeats must be >= 1, got {repeats}", where=WHERE)
         if objective not in ("time", "money") or (objective == "money" and money is None):
@@ -178,38 +188,56 @@ class Measurer:
                 fn(*args)
         return (now() - t0) / loops
 
-    def blocks(self, n: int) -> list[tuple[int, int, int]]:
-        """(start, end, loops) of the timed blocks over the first n inputs: consecutive
-        inputs until their exact run lasts MIN_BLOCK_SECONDS; a pass shorter than
-        that is one block repeated `loops` times."""
+    def timed_inputs(self, n: int) -> list[int]:
+        """The inputs (indices among the first n) that `paired` times: all, or with
+        `timing_seconds` set and a costlier pass, evenly spread inputs whose exact run
+        lasts `timing_seconds` (at least MIN_BLOCKS of them): a paired estimate on a
+        slice, for tuning, where timing the exact program beside every trial doubles
+        its cost. The QoS is always measured on all n inputs."""
         secs = self._input_seconds[:n]
+        if self.timing_seconds is None or sum(secs) <= self.timing_seconds:
+            return list(range(n))
+        for k in range(min(MIN_BLOCKS, n), n + 1):
+            idx = sorted({round(i * (n - 1) / max(k - 1, 1)) for i in range(k)})
+            if sum(secs[i] for i in idx) >= self.timing_seconds:
+                return idx
+        return list(range(n))
+
+    def blocks(self, indices: list[int]) -> list[tuple[list[int], int]]:
+        """(inputs, loops) of the timed blocks: consecutive inputs of `indices` until
+        their exact run lasts MIN_BLOCK_SECONDS; inputs shorter than that in all are
+        one block repeated `loops` times."""
+        secs = [self._input_seconds[i] for i in indices]
         total = sum(secs)
         if total < MIN_BLOCK_SECONDS:
-            return [(0, n, max(1, min(10_000, math.ceil(MIN_BLOCK_SECONDS / max(total, 1e-9)))))]
-        out, start, acc = [], 0, 0.0
-        for i, t in enumerate(secs):
+            return [(list(indices), max(1, min(10_000, math.ceil(MIN_BLOCK_SECONDS / max(total, 1e-9)))))]
+        out, current, acc = [], [], 0.0
+        for i, t in zip(indices, secs):
+            current.append(i)
             acc += t
             if acc >= MIN_BLOCK_SECONDS:
-                out.append((start, i + 1, 1))
-                start, acc = i + 1, 0.0
-        if start < n:  # a short tail joins the last block
-            out[-1] = (out[-1][0], n, 1)
+                out.append((current, 1))
+                current, acc = [], 0.0
+        if current:  # a short tail joins the last block
+            out[-1] = (out[-1][0] + current, 1)
         return out
 
     def paired(self, fn, n: int | None = None, repeats: int | None = None) -> PairedTiming:
         """Time `fn` and the exact program side by side, block by block, on the first
-        n inputs (see the module docstring)."""
+        n inputs (or the slice `timed_inputs` picks; see the module docstring)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         repeats = repeats or self.repeats
-        blocks = self.blocks(n)
-        if sum(self._input_seconds[:n]) < CHEAP_PASS_SECONDS:
+        indices = self.timed_inputs(n)
+        blocks = self.blocks(indices)
+        timed = sum(self._input_seconds[i] for i in indices)
+        if timed < CHEAP_PASS_SECONDS:
             rounds = repeats
         else:
             rounds = max(1, min(repeats, math.ceil(MIN_BLOCKS / len(blocks))))
         exact, approx, k = [], [], 0
         for _ in range(rounds):
-            for start, end, loops in blocks:
-                xs = self.inputs[start:end]
+            for idx, loops in blocks:
+                xs = [self.inputs[i] for i in idx]
                 if k % 2 == 0:
                     te = self._sample(self.exact_fn, xs, loops)
                     ta = self._sample(fn, xs, loops)
@@ -219,7 +247,8 @@ class Measurer:
                 exact.append(te)
                 approx.append(ta)
                 k += 1
-        timing = PairedTiming(np.array(exact), np.array(approx), rounds)
+        scale = sum(self._input_seconds[:n]) / timed if len(indices) < n and timed > 0 else 1.0
+        timing = PairedTiming(np.array(exact), np.array(approx), rounds, scale, len(indices))
         self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
         return timing
 

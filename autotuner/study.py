@@ -26,7 +26,7 @@ from approx_dialect.diagnostics import ApproxError
 from autotuner import search
 from autotuner.explain import importances
 from autotuner.loading import as_program
-from autotuner.measure import TIMING, Measurer, split_inputs
+from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.program import MlirProgram
 from autotuner.results import RESULT_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
@@ -171,7 +171,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     if clock == "auto":
         in_thread = isinstance(program, MlirProgram) or getattr(program, "kind", None) == "kernel"
         clock = "cpu" if in_thread else "wall"
-    tune_m = Measurer(program, tune_in, tune_ref, metric, repeats, money, objective, clock=clock)  # exact must run
+    tune_m = Measurer(program, tune_in, tune_ref, metric, repeats, money, objective, clock=clock,
+                      timing_seconds=TUNING_TIMING_SECONDS)  # exact must run
     n_slice = math.ceil(stage_fraction * len(tune_in))
     slice_n = n_slice if stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
     optuna.logging.set_verbosity(optuna.logging.ERROR)

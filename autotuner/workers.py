@@ -30,7 +30,7 @@ import optuna
 from approx_dialect.diagnostics import ApproxError
 from autotuner import search
 from autotuner.loading import as_program
-from autotuner.measure import Measurer
+from autotuner.measure import TUNING_TIMING_SECONDS, Measurer
 from autotuner.results import _safe_url
 from autotuner.space import SearchSpace
 
@@ -109,7 +109,7 @@ class Job:
 
 def _measurer(job: Job) -> Measurer:
     return Measurer(job.program, job.inputs, job.references, job.metric, job.repeats, job.money, job.objective,
-                    clock=job.clock)
+                    clock=job.clock, timing_seconds=TUNING_TIMING_SECONDS)
 
 
 _BUILT: OrderedDict[tuple, Callable] = OrderedDict()

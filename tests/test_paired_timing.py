@@ -54,11 +54,11 @@ def test_load_drift_does_not_move_the_speedup():
 def test_costly_inputs_are_timed_one_by_one_and_cheap_passes_in_rounds():
     program = SlowProgram(0.03)
     m = Measurer(program, list(range(5)), None, "rel_l2", repeats=3, clock="wall")
-    assert m.blocks(5) == [(i, i + 1, 1) for i in range(5)]  # each input >= 20 ms: its own block
+    assert m.blocks(list(range(5))) == [([i], 1) for i in range(5)]  # each input >= 20 ms: its own block
     quick = SlowProgram(0.0)
     q = Measurer(quick, list(range(5)), None, "rel_l2", repeats=3, clock="wall")
-    (start, end, loops), = q.blocks(5)
-    assert (start, end) == (0, 5) and loops > 1  # a pass of microseconds is repeated above the clock's noise
+    (idx, loops), = q.blocks(list(range(5)))
+    assert idx == [0, 1, 2, 3, 4] and loops > 1  # a pass of microseconds is repeated above the clock's noise
     t = q.paired(quick.build({"half": {"knob_val": 0}}))
     assert t.rounds == 3 and len(t.exact) == 3
 
@@ -71,3 +71,13 @@ def test_bootstrap_interval():
     lo, hi = bootstrap_ratio(e2, a[:1].repeat(40))
     assert lo < e2.sum() / 40 < hi and hi - lo < 0.5
     assert bootstrap_ratio([1.0], [0.5]) == (2.0, 2.0)
+
+
+def test_tuning_times_a_spread_slice_and_measures_qos_on_all():
+    program = SlowProgram(0.03)
+    m = Measurer(program, list(range(20)), None, "rel_l2", repeats=1, clock="wall", timing_seconds=0.2)
+    idx = m.timed_inputs(20)
+    assert len(idx) == 8 and idx[0] == 0 and idx[-1] == 19  # >= 8 blocks, spread over the split
+    got = m.measure(program.build({"half": {"knob_val": 1}}), {"half": {"knob_val": 1}})
+    assert got.n == 20 and 1.6 < got.speedup < 2.4
+    assert 0.4 < got.exact_seconds < 1.2  # per whole pass (20 x 30 ms), estimated from the slice
