@@ -23,6 +23,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 
 from approx_dialect import (
+    AnnotationComponentOp,
     AnnotationDecisionTreeOp,
     AnnotationTransformOp,
     symbol_name,
@@ -64,7 +65,7 @@ class KnobSpec:
 
 def _annotations(module: ModuleOp):
     kinds = {"approx.util.annotation.transform", "approx.util.annotation.decision_tree",
-             "approx.util.annotation.decision_tree_multi"}
+             "approx.util.annotation.decision_tree_multi", "approx.util.annotation.component"}
     return [op for op in module.ops if op.name in kinds]
 
 
@@ -98,11 +99,16 @@ def _values_for_static(module: ModuleOp, ann) -> tuple[int, ...]:
 
 def knob_specs(module: ModuleOp) -> list[KnobSpec]:
     """Every knob of the program, in source order, with a unique name
-    (`func` or `func#2` for a second annotation on the same function)."""
+    (`func` or `func#2` for a second annotation on the same function; a
+    component knob is `<component>.<parameter>`)."""
     specs: list[KnobSpec] = []
     seen: dict[str, int] = {}
     for ann in _annotations(module):
         fname = symbol_name(ann.func_name.data)
+        if isinstance(ann, AnnotationComponentOp):
+            specs.append(KnobSpec(ann.knob_name(), fname, ann.transform_type.data, "static", ann.knob_values(),
+                                  current={"knob_val": ann.knob_val.value.data}))
+            continue
         seen[fname] = seen.get(fname, 0) + 1
         name = fname if seen[fname] == 1 else f"{fname}#{seen[fname]}"
         t = ann.transform_type.data

@@ -10,7 +10,7 @@ from xdsl.passes import ModulePass
 
 from approx_dialect import TransformOp
 from passes.ir_utils import ModuleSymbols, ops_of
-from passes.transformations import REWRITES
+from passes.transformations import REWRITES, component_ops
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,9 @@ class TransformApproxPass(ModulePass):
     `loop_perforate`: step of the first scf.for times k. `func_substitute`: the
     call to `__internal_f` becomes a call to `approx_f_<k>`. `task_skipping`: of
     the first scf.if/index_switch chain keep branch k (n+1 skips all). Knob 0
-    leaves the region exact. The transform ops are erased.
+    leaves the region exact. The transform ops are erased. Component knobs
+    (`approx.util.annotation.component`) rewrite their component ops' attributes
+    (`passes/transformations/component_ops.py`) and are erased.
     """
 
     name = "transform-approx"
@@ -31,3 +33,4 @@ class TransformApproxPass(ModulePass):
             REWRITES[transform.transform_type.data](transform, symbols)
             transform.detach()
             transform.erase()
+        component_ops.apply_all(op)

@@ -1,0 +1,108 @@
+"""The approx transformations on component ops (`approx_dialect.component`).
+
+Each `approx.util.annotation.component` knob rewrites the attribute `parameter`
+of every op labelled `component` in the module, with the meaning its
+transform_type has elsewhere (knob 0 changes nothing: exact):
+- `param`: parameter = values[k-1] (top-k, max new tokens, passages, sentences,
+  characters, dimensions, preprocessing level);
+- `func_substitute`: the provider (model, encoder, retriever, tools, router)
+  becomes the cheaper values[k-1];
+- `precision_reduce`: precision = values[k-1] (bf16, f16);
+- `memoize`: cache = values[k-1] (the call's results are kept for that many inputs);
+- `task_skipping`: k = 1 drops the op; its result is None (`pyobj.const unit`),
+  which the program reads as "step skipped";
+- `cascade` (parameter `model`): k in 1..V*T starts at the cheaper model
+  values[(k-1) // T], keeps its answer when `component.confidence` >=
+  thresholds[(k-1) % T], else asks the next one, ending at the op itself (an
+  `scf.if` chain: the escalation is in the IR).
+The annotations are erased once applied.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, UnitAttr, f64
+from xdsl.ir import Block, Operation, Region
+
+from approx_dialect.component import AnnotationComponentOp, ComponentOp, ConfidenceOp, GenerateOp
+from approx_dialect.diagnostics import ApproxError
+from approx_dialect.pyobj import ConstOp
+
+def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
+    """The ops the knob rewrites; an error when the parameter is not theirs."""
+    label, parameter = ann.component.data, ann.parameter.data
+    ops = [op for op in module.walk() if isinstance(op, ComponentOp) and op.component.data == label]
+    if not ops:
+        raise ApproxError(f"knob '{ann.knob_name()}': no component op labelled '{label}' in the module", ann)
+    for op in ops:
+        defs = op.get_irdl_definition().properties
+        if parameter not in defs or parameter == "component":
+            names = ", ".join(n for n in defs if n != "component")
+            raise ApproxError(f"knob '{ann.knob_name()}': {op.name} has no parameter '{parameter}' "
+                              f"(it has {names})", ann)
+        if ann.transform_type.data == "cascade" and not isinstance(op, GenerateOp):
+            raise ApproxError(f"knob '{ann.knob_name()}': cascade applies to component.generate, not {op.name}", ann)
+    return ops
+
+
+def _skip(op: ComponentOp) -> None:
+    none = ConstOp(UnitAttr())
+    op.parent_block().insert_op_before(none, op)
+    for r in op.results:
+        r.replace_all_uses_with(none.result)
+    op.detach()
+    op.erase()
+
+
+def _cascade(op: GenerateOp, models: list, start: int, threshold: float) -> None:
+    """op -> ask models[start], keep it when confident, else the next ... else op."""
+    block = op.parent_block()
+    answer = op.answer
+
+    def chain(j: int) -> tuple[list[Operation], object]:
+        if j == len(models):
+            exact = op.clone()
+            return [exact], exact.answer
+        cheap = op.clone()
+        cheap.properties["model"] = models[j]
+        conf = ConfidenceOp(cheap.answer)
+        limit = arith.ConstantOp(FloatAttr(threshold, f64))
+        ok = arith.CmpfOp(conf.confidence, limit.result, "oge")
+        keep = Block()
+        keep.add_op(scf.YieldOp(cheap.answer))
+        ops, value = chain(j + 1)
+        escalate = Block()
+        escalate.add_ops([*ops, scf.YieldOp(value)])
+        branch = scf.IfOp(ok.result, [answer.type], Region(keep), Region(escalate))
+        return [cheap, conf, limit, ok, branch], branch.results[0]
+
+    ops, value = chain(start)
+    for new in ops:
+        block.insert_op_before(new, op)
+    answer.replace_all_uses_with(value)
+    op.detach()
+    op.erase()
+
+
+def apply(module: ModuleOp, ann: AnnotationComponentOp) -> None:
+    k, ttype = ann.knob_val.value.data, ann.transform_type.data
+    ops = targets(module, ann)
+    if k == 0:
+        return
+    values = list(ann.values.data)
+    for op in ops:
+        if ttype == "task_skipping":
+            _skip(op)
+        elif ttype == "cascade":
+            t = len(ann.thresholds.data)
+            _cascade(op, values, (k - 1) // t, ann.thresholds.data[(k - 1) % t].value.data)
+        else:
+            op.properties[ann.parameter.data] = values[k - 1]
+
+
+def apply_all(module: ModuleOp) -> None:
+    """Apply and erase every component knob of `module`."""
+    for ann in [op for op in module.ops if isinstance(op, AnnotationComponentOp)]:
+        apply(module, ann)
+        ann.detach()
+        ann.erase()
