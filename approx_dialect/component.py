@@ -21,8 +21,10 @@ component registry the program runs with):
   the compute type of local models; absent = uncut / the model's own;
 - `component.embed(%text) <{component, encoder, precision?, dims?}>`: an embedding
   (the first `dims` dimensions, renormalised);
-- `component.retrieve(%query) <{component, retriever, top_k, preprocess?}>`: the
-  top_k passages' hits; `preprocess` = text-normalisation level (0 = full);
+- `component.retrieve(%query) <{component, retriever, top_k, preprocess?, terms?,
+  docs?}>`: the top_k passages' hits; `preprocess` = text-normalisation level
+  (0 = full); `terms` / `docs` = the knob values of the retriever's scoring kernel
+  (an approx-opt program of its own): query-term skipping and corpus subsetting;
 - `component.tool_call(%request) <{component, tools, router}>`: routes the request
   to a tool of `tools` with `router` and returns the calls;
 - `component.confidence(%answer) -> f64`: an answer's confidence (cascades test it).
@@ -141,12 +143,14 @@ class EmbedOp(ComponentOp):
 class RetrieveOp(ComponentOp):
     name = "component.retrieve"
     PROVIDER: ClassVar[str] = "retriever"
-    INTS: ClassVar[tuple[str, ...]] = ("top_k", "preprocess")
+    INTS: ClassVar[tuple[str, ...]] = ("top_k", "preprocess", "terms", "docs")
     ZERO_OK: ClassVar[tuple[str, ...]] = ("preprocess",)
     query = operand_def(ObjType)
     retriever = prop_def(SymbolRefAttr)
     top_k = prop_def(IntegerAttr)
     preprocess = opt_prop_def(IntegerAttr)
+    terms = opt_prop_def(IntegerAttr)
+    docs = opt_prop_def(IntegerAttr)
     hits = result_def(ObjType)
 
     def __init__(self, query: SSAValue, component: str, retriever: str, top_k: int, **params):

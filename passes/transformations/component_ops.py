@@ -14,7 +14,8 @@ transform_type has elsewhere (knob 0 changes nothing: exact):
 - `cascade` (parameter `model`): k in 1..V*T starts at the cheaper model
   values[(k-1) // T], keeps its answer when `component.confidence` >=
   thresholds[(k-1) % T], else asks the next one, ending at the op itself (an
-  `scf.if` chain: the escalation is in the IR).
+  `scf.if` chain: the escalation is in the IR); an op that already calls one of
+  the cheaper models is left as it is.
 The annotations are erased once applied.
 """
 
@@ -94,6 +95,8 @@ def apply(module: ModuleOp, ann: AnnotationComponentOp) -> None:
         if ttype == "task_skipping":
             _skip(op)
         elif ttype == "cascade":
+            if op.properties["model"] in values:
+                continue  # already a cheaper model: nothing to escalate from
             t = len(ann.thresholds.data)
             _cascade(op, values, (k - 1) // t, ann.thresholds.data[(k - 1) % t].value.data)
         else:
