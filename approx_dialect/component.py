@@ -22,9 +22,11 @@ component registry the program runs with):
 - `component.embed(%text) <{component, encoder, precision?, dims?}>`: an embedding
   (the first `dims` dimensions, renormalised);
 - `component.retrieve(%query) <{component, retriever, top_k, preprocess?, terms?,
-  docs?}>`: the top_k passages' hits; `preprocess` = text-normalisation level
-  (0 = full); `terms` / `docs` = the knob values of the retriever's scoring kernel
-  (an approx-opt program of its own): query-term skipping and corpus subsetting;
+  docs?, dims?, precision?}>`: the top_k passages' hits; `preprocess` =
+  text-normalisation level (0 = full); `terms` / `docs` / `dims` = the knob values
+  of the retriever's scoring kernel (an approx-opt program of its own) on its loops
+  over query terms, documents and embedding dimensions (k keeps ceil(n/k) terms or
+  dimensions, every k-th document), `precision` its similarity's compute type;
 - `component.tool_call(%request) <{component, tools, router}>`: routes the request
   to a tool of `tools` with `router` and returns the calls;
 - `component.confidence(%answer) -> f64`: an answer's confidence (cascades test it).
@@ -143,7 +145,7 @@ class EmbedOp(ComponentOp):
 class RetrieveOp(ComponentOp):
     name = "component.retrieve"
     PROVIDER: ClassVar[str] = "retriever"
-    INTS: ClassVar[tuple[str, ...]] = ("top_k", "preprocess", "terms", "docs")
+    INTS: ClassVar[tuple[str, ...]] = ("top_k", "preprocess", "terms", "docs", "dims")
     ZERO_OK: ClassVar[tuple[str, ...]] = ("preprocess",)
     query = operand_def(ObjType)
     retriever = prop_def(SymbolRefAttr)
@@ -151,6 +153,8 @@ class RetrieveOp(ComponentOp):
     preprocess = opt_prop_def(IntegerAttr)
     terms = opt_prop_def(IntegerAttr)
     docs = opt_prop_def(IntegerAttr)
+    dims = opt_prop_def(IntegerAttr)
+    precision = opt_prop_def(TypeAttribute)
     hits = result_def(ObjType)
 
     def __init__(self, query: SSAValue, component: str, retriever: str, top_k: int, **params):

@@ -198,9 +198,8 @@ class Retrieve(Component):
 
     OP = RetrieveOp
 
-    def __init__(self, label: str, retriever, *, top_k: int, tune: Sequence[Tune] = (),
-                 preprocess: int | None = None):
-        super().__init__(label, retriever, dict(top_k=top_k, preprocess=preprocess), list(tune))
+    def __init__(self, label: str, retriever, *, top_k: int, tune: Sequence[Tune] = ()):
+        super().__init__(label, retriever, dict(top_k=top_k), list(tune))
 
     def _make(self, operands, **params):
         top_k = params.pop("top_k").value.data

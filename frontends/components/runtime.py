@@ -9,7 +9,8 @@ attribute means is decided here and nowhere else:
   (`with_precision`), `model.answer(question, contexts, max_new_tokens)`;
 - embed: `encoder.embed([text])[0]` in `precision`, the first `dims`
   dimensions renormalised;
-- retrieve: `retriever.search(query, top_k, preprocess=, terms=, docs=)`;
+- retrieve: `retriever.search(query, top_k, **the op's other attributes)`
+  (preprocess, terms, docs, dims, precision: those the retriever has);
 - tool_call: `tools.call(request, router)` with the router's provider;
 - confidence: the answer's confidence (an error when the model gives none);
 - `cache = n` on any op: results are kept for the last n distinct inputs.
@@ -108,7 +109,7 @@ class ComponentRuntime:
 
     def retrieve(self, s: dict[str, Any], query):
         retriever = self.provider(s["retriever"], "component.retrieve")
-        extra = {k: s[k] for k in ("preprocess", "terms", "docs") if k in s}
+        extra = {k: s[k] for k in ("preprocess", "terms", "docs", "dims", "precision") if k in s}
         return retriever.search(query, s["top_k"], **extra)
 
     def tool_call(self, s: dict[str, Any], request):
