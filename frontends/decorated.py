@@ -289,6 +289,15 @@ class KnobFunction:
         self._components.update(builder.components)
         return _print_with_locations(module), builder.env, entry
 
+    def environment(self) -> tuple[list, str]:
+        """(environment table, entry symbol) of the lowered orchestration module: what
+        its pyobj ops index (`frontends.deploy.load_tuned` runs a tuned IR file with it)."""
+        if self.kind != "python":
+            raise ApproxError(f"{self.name} is a numeric kernel: its tuned IR runs through "
+                              "approx_opt.execute.compile_module, without an environment")
+        _, env, entry = self._module()
+        return env, entry
+
     @property
     def components(self) -> dict:
         """The component registry (symbol -> provider) of the program's component ops."""

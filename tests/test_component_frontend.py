@@ -143,3 +143,26 @@ def test_component_call_with_keywords_is_a_one_line_error(parts):
     with pytest.raises(ApproxError, match=r"test_component_frontend.py:\d+:\d+: .*keyword arguments in a call "
                                           r"of component 'bm25'"):
         bad.ir()
+
+
+def test_tuned_ir_is_the_deployable_program(parts, rag, tmp_path):
+    """approx-tune apply writes a front point's transformed IR; load_tuned runs that file
+    with the program's environment and component registry, as the tuned configuration runs."""
+    from autotuner.cli import main as approx_tune
+    from autotuner.results import FrontPoint, TuningResult
+    from frontends.deploy import load_tuned
+
+    config = {"answer.model": {"knob_val": 1}, "answer.precision": {"knob_val": 1}, "bm25.top_k": {"knob_val": 1}}
+    point = FrontPoint("static", config, 0.0, 2.0, ir=rag.ir(after=True, config=config))
+    TuningResult(rag.name, "containment", 0.05, 1, 0, 1.0, front=[point]).save(tmp_path / "result.json")
+    assert approx_tune(["apply", "--result", str(tmp_path / "result.json"), "--point", "0",
+                        "-o", str(tmp_path / "tuned.mlir")]) == 0
+    text = (tmp_path / "tuned.mlir").read_text()
+    assert "model = @fast" in text and "precision = bf16" in text and "top_k = 2 : i64" in text
+    deployed, tuned = load_tuned(tmp_path / "tuned.mlir", rag), rag.build(config)
+    assert [deployed(q) for q in QUESTIONS] == [tuned(q) for q in QUESTIONS]
+    with pytest.raises(ApproxError, match="component @fast is not in the registry"):
+        load_tuned(tmp_path / "tuned.mlir", rag, components={"pro": parts[2], "bm25": parts[3]})(QUESTIONS[0])
+    (tmp_path / "annotated.mlir").write_text(rag.ir())
+    with pytest.raises(ApproxError, match=r"annotated.mlir:\d+:\d+: .*give the IR after approx-pipeline"):
+        load_tuned(tmp_path / "annotated.mlir", rag)
