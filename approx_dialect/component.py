@@ -194,6 +194,29 @@ COMPONENT_OPS: tuple[type[ComponentOp], ...] = (GenerateOp, EmbedOp, RetrieveOp,
 SYMBOL_PARAMETERS = ("model", "encoder", "retriever", "tools", "router")
 INTEGER_TRANSFORMS = ("param", "memoize")
 
+COMPONENT_TRANSFORMS: dict[str, tuple[str, str]] = {
+    "param": ("`generate`: max_new_tokens, passages, sentences, context_chars; `embed`: dims; "
+              "`retrieve`: top_k, preprocess, terms, docs, dims",
+              "k in 1..len(values) sets the attribute to values[k-1] (integers); 0 keeps the written "
+              "value (absent: uncut, the model's own)"),
+    "func_substitute": ("`generate`: model; `embed`: encoder; `retrieve`: retriever; `tool_call`: tools, router",
+                        "k calls the cheaper provider values[k-1] (a symbol of the registry); 0 the written one"),
+    "precision_reduce": ("`generate`, `embed`, `retrieve`: precision",
+                         "k computes in values[k-1] (f32, bf16, f16: torch's float32, bfloat16, float16; for a "
+                         "retriever its similarity kernel); 0 as written (absent: the provider's own)"),
+    "memoize": ("every component op: cache",
+                "k keeps the results of the last values[k-1] distinct inputs (attributes and operands); 0 no cache"),
+    "task_skipping": ("every component op (values: none)",
+                      "1 drops the op and its result is `pyobj.const` None (the program reads it as \"step "
+                      "skipped\"); 0 runs it"),
+    "cascade": ("`generate`: model (values: V cheaper models, cheapest first; `thresholds`: T confidences)",
+                "k in 1..V*T asks values[(k-1) // T] first and keeps its answer when `component.confidence` >= "
+                "thresholds[(k-1) % T], else the next, ending at the op's own model (an `scf.if` chain); an "
+                "op already calling one of the cheaper models is left alone; 0 the op's model alone"),
+}
+"""Which component-op parameters each transform_type rewrites, and what knob k means there
+(docs/transformations.md is generated from this and TRANSFORM_TYPES)."""
+
 
 def _value_kind_error(transform: str, parameter: str, values: ArrayAttr) -> str | None:
     vals = list(values.data)
