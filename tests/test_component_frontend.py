@@ -166,3 +166,24 @@ def test_tuned_ir_is_the_deployable_program(parts, rag, tmp_path):
     (tmp_path / "annotated.mlir").write_text(rag.ir())
     with pytest.raises(ApproxError, match=r"annotated.mlir:\d+:\d+: .*give the IR after approx-pipeline"):
         load_tuned(tmp_path / "annotated.mlir", rag)
+
+
+def test_memoize_and_task_skipping_act_in_the_generated_python(parts):
+    corpus, fast, _, retriever, _, _ = parts
+    cached = Retrieve("cached", retriever, top_k=3, tune=[Tune.memoize(8)])
+    hint = Generate("hint", fast, tune=[Tune.skip("model")])
+
+    @Knob()
+    def search(question):
+        return cached(question)
+
+    @Knob()
+    def hinted(question):
+        return hint(question, [corpus[i] for i in cached(question).ids]) is None
+
+    q = QUESTIONS[2]
+    plain, memo = search.build({}), search.build({"cached.cache": {"knob_val": 1}})
+    assert plain(q) is not plain(q) and list(plain(q).ids) == list(memo(q).ids)
+    assert memo(q) is memo(q)  # the second call is answered from the op's cache
+    assert "cache = 8 : i64" in search.ir(after=True, config={"cached.cache": {"knob_val": 1}})
+    assert hinted(q) is False and hinted.build({"hint.model": {"knob_val": 1}})(q) is True

@@ -93,8 +93,10 @@ class ComponentRuntime:
         model = self.provider(s["model"], "component.generate")
         if s.get("precision"):
             model = model.with_precision(s["precision"])
-        contexts = select_sentences(question, list(contexts), s.get("sentences"))
-        contexts = limit_contexts(contexts, s.get("passages"), s.get("context_chars"))
+        if s.get("sentences"):
+            contexts = select_sentences(question, contexts, s["sentences"])
+        if s.get("passages") or s.get("context_chars"):
+            contexts = limit_contexts(contexts, s.get("passages"), s.get("context_chars"))
         return model.answer(question, contexts, s.get("max_new_tokens"))
 
     def embed(self, s: dict[str, Any], text):
