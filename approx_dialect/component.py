@@ -206,7 +206,7 @@ COMPONENT_TRANSFORMS: dict[str, tuple[str, str]] = {
                          "retriever its similarity kernel); 0 as written (absent: the provider's own)"),
     "memoize": ("every component op: cache",
                 "k keeps the results of the last values[k-1] distinct inputs (attributes and operands); 0 no cache"),
-    "task_skipping": ("every component op (values: none)",
+    "task_skipping": ("every component op (values: none; the parameter only names the knob)",
                       "1 drops the op and its result is `pyobj.const` None (the program reads it as \"step "
                       "skipped\"); 0 runs it"),
     "cascade": ("`generate`: model (values: V cheaper models, cheapest first; `thresholds`: T confidences)",

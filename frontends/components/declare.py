@@ -83,8 +83,9 @@ class Tune:
         return Tune("cache", "memoize", tuple(sizes))
 
     @staticmethod
-    def skip(parameter: str) -> "Tune":
-        return Tune(parameter, "task_skipping")
+    def skip(name: str = "skip") -> "Tune":
+        """task_skipping: knob 1 drops the call (its result is None); `name` names the knob."""
+        return Tune(name, "task_skipping")
 
     def providers(self) -> list:
         return list(self.values) if self.transform_type in ("func_substitute", "cascade") else []

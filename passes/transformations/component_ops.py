@@ -10,7 +10,7 @@ transform_type has elsewhere (knob 0 changes nothing: exact):
 - `precision_reduce`: precision = values[k-1] (bf16, f16);
 - `memoize`: cache = values[k-1] (the call's results are kept for that many inputs);
 - `task_skipping`: k = 1 drops the op; its result is None (`pyobj.const unit`),
-  which the program reads as "step skipped";
+  which the program reads as "step skipped" (the parameter only names the knob);
 - `cascade` (parameter `model`): k in 1..V*T starts at the cheaper model
   values[(k-1) // T], keeps its answer when `component.confidence` >=
   thresholds[(k-1) % T], else asks the next one, ending at the op itself (an
@@ -37,6 +37,8 @@ def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
         raise ApproxError(f"knob '{ann.knob_name()}': no component op labelled '{label}' in the module", ann)
     for op in ops:
         defs = op.get_irdl_definition().properties
+        if ann.transform_type.data == "task_skipping":
+            continue  # drops the whole op: the parameter only names the knob
         if parameter not in defs or parameter == "component":
             names = ", ".join(n for n in defs if n != "component")
             raise ApproxError(f"knob '{ann.knob_name()}': {op.name} has no parameter '{parameter}' "
