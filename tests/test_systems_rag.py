@@ -105,6 +105,13 @@ def test_list_knobs_of_the_system_ir_is_program_knobs(system):
     assert listed == [k.name for k in program.knobs()]
 
 
+def test_approx_opt_from_python_lists_the_system_knobs(bm25, capsys):
+    from approx_opt.main import main
+
+    assert main(["--from-python", "examples.systems.rag_bm25:program", "--list-knobs"]) == 0
+    assert [k["name"] for k in json.loads(capsys.readouterr().out)] == [k.name for k in bm25.knobs()]
+
+
 def test_every_knob_changes_its_component_op(system):
     """For every knob and every non-zero value, the IR after the pipeline differs from the
     exact one in an op of that component (`read`: the call of the answer step's variant)."""
