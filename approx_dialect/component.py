@@ -46,6 +46,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     SymbolRefAttr,
+    UnitAttr,
     f64,
     i32,
     i64,
@@ -246,7 +247,10 @@ class AnnotationComponentOp(AnnotationOp):
     `parameter` rewritten by `transform_type` at `knob_val` (0 = as written; k >= 1
     uses values[k-1]; task_skipping: 1 skips the op; cascade: see the pass).
     `func_name` is the function whose call declared it; the knob's name is
-    `<component>.<parameter>`."""
+    `<component>.<parameter>`. With `decided`, the knob value is not set here but
+    per input by the decision tree of `func_name` with the same transform_type: each
+    case of the decision rewrites the ops of its own copy of the body (no knob of
+    its own is listed)."""
 
     name = "approx.util.annotation.component"
     component = prop_def(StringAttr)
@@ -255,13 +259,17 @@ class AnnotationComponentOp(AnnotationOp):
     values = prop_def(ArrayAttr)
     knob_val = prop_def(IntegerAttr.constr(i32))
     thresholds = opt_prop_def(ArrayAttr)
+    decided = opt_prop_def(UnitAttr)
 
     def __init__(self, func_name: str, component: str, parameter: str, transform_type: str,
-                 values: list[Attribute], knob_val: int = 0, thresholds: list[float] | None = None):
+                 values: list[Attribute], knob_val: int = 0, thresholds: list[float] | None = None,
+                 decided: bool = False):
         props: dict[str, Attribute] = {
             "func_name": StringAttr(func_name), "component": StringAttr(component),
             "parameter": StringAttr(parameter), "transform_type": StringAttr(transform_type),
             "values": ArrayAttr(values), "knob_val": IntegerAttr(knob_val, i32)}
+        if decided:
+            props["decided"] = UnitAttr()
         if thresholds is not None:
             from xdsl.dialects.builtin import FloatAttr
 

@@ -162,11 +162,13 @@ def component_table() -> list[str]:
         "The components of a compound AI program (answer models, embedding, retrieval, tool calls) are ops of "
         "the `component` dialect (`approx_dialect/component.py`); the parameters a knob can change are their "
         "attributes. A knob of a component is an `approx.util.annotation.component {func_name, component, "
-        "parameter, transform_type, values, knob_val[, thresholds]}` named `<component>.<parameter>`; "
+        "parameter, transform_type, values, knob_val[, thresholds, decided]}` named `<component>.<parameter>`; "
         "transform-approx rewrites `parameter` of every op labelled `component`. Every one is exact at k = 0. "
-        "Decisions per input choose among variants of a decorated function that call components "
-        "(`func_substitute` with a decision tree, the RAG systems' answer step): the variants are lowered "
-        "into the module, so their component ops take the same knobs.",
+        "Decisions per input: a component knob marked `decided` is set by the decision tree of `func_name` "
+        "with the same transform_type (each case of the lowered decision rewrites its own copy of the op; "
+        "`tests/filecheck/component_decided.mlir`), and a decision tree with `func_substitute` chooses among "
+        "variants of a decorated function that call components (the RAG systems' answer step): the variants "
+        "are lowered into the module, so their component ops take the same knobs.",
         "",
         "| op | operands | attributes (optional ones with ?) |",
         "|---|---|---|",

@@ -106,6 +106,8 @@ def knob_specs(module: ModuleOp) -> list[KnobSpec]:
     for ann in _annotations(module):
         fname = symbol_name(ann.func_name.data)
         if isinstance(ann, AnnotationComponentOp):
+            if ann.decided is not None:
+                continue  # set per input by its function's decision tree (that knob)
             specs.append(KnobSpec(ann.knob_name(), fname, ann.transform_type.data, "static", ann.knob_values(),
                                   current={"knob_val": ann.knob_val.value.data}))
             continue
@@ -165,7 +167,8 @@ def apply_config(module: ModuleOp, config: dict[str, dict]) -> ModuleOp:
     """Set the annotations of `module` (in place) to `config`; unknown knobs and
     values outside a knob's range are errors."""
     specs = {s.name: s for s in knob_specs(module)}
-    anns = dict(zip([s.name for s in knob_specs(module)], _annotations(module)))
+    listed = [a for a in _annotations(module) if not (isinstance(a, AnnotationComponentOp) and a.decided is not None)]
+    anns = dict(zip([s.name for s in knob_specs(module)], listed))
     for name, setting in config.items():
         if name not in specs:
             raise ApproxError(f"unknown knob '{name}' (knobs: {', '.join(specs) or 'none'})", where="<config>")

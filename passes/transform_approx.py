@@ -22,7 +22,8 @@ class TransformApproxPass(ModulePass):
     the first scf.if/index_switch chain keep branch k (n+1 skips all). Knob 0
     leaves the region exact. The transform ops are erased. Component knobs
     (`approx.util.annotation.component`) rewrite their component ops' attributes
-    (`passes/transformations/component_ops.py`) and are erased.
+    (`passes/transformations/component_ops.py`) and are erased; a decided one is
+    rewritten in each case of its function's decision instead.
     """
 
     name = "transform-approx"
@@ -30,7 +31,11 @@ class TransformApproxPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         symbols = ModuleSymbols(op)
         for transform in ops_of(op, TransformOp):
-            REWRITES[transform.transform_type.data](transform, symbols)
+            decided = component_ops.decided_by(transform)
+            if decided:
+                component_ops.apply_decided(transform, decided)
+            else:
+                REWRITES[transform.transform_type.data](transform, symbols)
             transform.detach()
             transform.erase()
         component_ops.apply_all(op)

@@ -187,3 +187,26 @@ def test_memoize_and_task_skipping_act_in_the_generated_python(parts):
     assert memo(q) is memo(q)  # the second call is answered from the op's cache
     assert "cache = 8 : i64" in search.ir(after=True, config={"cached.cache": {"knob_val": 1}})
     assert hinted(q) is False and hinted.build({"hint.model": {"knob_val": 1}})(q) is True
+
+
+def test_a_decision_tree_sets_a_component_parameter_per_input(parts):
+    """top_k decided per question by its number of words: short questions read 1 passage."""
+    corpus, _, pro, retriever, _, _ = parts
+    docs = Retrieve("docs", retriever, top_k=3, tune=[Tune.param("top_k", 2, 1, decided=True)])
+
+    def words(question) -> int:
+        return len(question.split())
+
+    @Knob(decision_tree=DecisionTree(words, [0], [8], [2, 0], "param", decision_values=[0, 1, 2]))
+    def rag(question):
+        return answer_of(pro, question, [corpus[i] for i in docs(question).ids])
+
+    assert [k.name for k in rag.knobs()] == ["rag"]  # the decision is the knob
+    for q in QUESTIONS:
+        k = 1 if words(q) < 8 else 3
+        assert rag(q) == pro.answer(q, [corpus[i] for i in retriever.search(q, k).ids]).text, q
+    assert {words(q) < 8 for q in QUESTIONS} == {True, False}
+
+
+def answer_of(model, question, passages):
+    return model.answer(question, passages).text

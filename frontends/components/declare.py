@@ -61,22 +61,25 @@ class Tune:
     transform_type: str
     values: tuple = ()
     thresholds: tuple[float, ...] | None = None
+    decided: bool = False
+    """Set per input by the decision tree (same transform_type) of the decorated
+    function that calls the component, instead of being a knob of its own."""
 
     @staticmethod
-    def param(parameter: str, *values: int) -> "Tune":
-        return Tune(parameter, "param", tuple(values))
+    def param(parameter: str, *values: int, decided: bool = False) -> "Tune":
+        return Tune(parameter, "param", tuple(values), decided=decided)
 
     @staticmethod
-    def substitute(parameter: str, *providers) -> "Tune":
-        return Tune(parameter, "func_substitute", tuple(providers))
+    def substitute(parameter: str, *providers, decided: bool = False) -> "Tune":
+        return Tune(parameter, "func_substitute", tuple(providers), decided=decided)
 
     @staticmethod
     def cascade(cheaper: Sequence, thresholds: Sequence[float]) -> "Tune":
         return Tune("model", "cascade", tuple(cheaper), tuple(float(t) for t in thresholds))
 
     @staticmethod
-    def precision(*names: str) -> "Tune":
-        return Tune("precision", "precision_reduce", tuple(names))
+    def precision(*names: str, decided: bool = False) -> "Tune":
+        return Tune("precision", "precision_reduce", tuple(names), decided=decided)
 
     @staticmethod
     def memoize(*sizes: int) -> "Tune":
@@ -148,7 +151,7 @@ class Component:
 
     def annotations(self, func_name: str) -> list[AnnotationComponentOp]:
         return [AnnotationComponentOp(func_name, self.label, t.parameter, t.transform_type, t.attrs(), 0,
-                                      list(t.thresholds) if t.thresholds is not None else None)
+                                      list(t.thresholds) if t.thresholds is not None else None, t.decided)
                 for t in self.tune]
 
     def __call__(self, *args):

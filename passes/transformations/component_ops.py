@@ -16,6 +16,8 @@ transform_type has elsewhere (knob 0 changes nothing: exact):
   thresholds[(k-1) % T], else asks the next one, ending at the op itself (an
   `scf.if` chain: the escalation is in the IR); an op that already calls one of
   the cheaper models is left as it is.
+A `decided` knob is set per input instead: each case of its function's decision
+tree (same transform_type) rewrites the component ops of its own copy of the body.
 The annotations are erased once applied.
 """
 
@@ -25,9 +27,11 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, UnitAttr, f64
 from xdsl.ir import Block, Operation, Region
 
+from approx_dialect import TransformOp, symbol_name
 from approx_dialect.component import AnnotationComponentOp, ComponentOp, ConfidenceOp, GenerateOp
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import ConstOp
+from passes.ir_utils import parent_func
 
 def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
     """The ops the knob rewrites; an error when the parameter is not theirs."""
@@ -87,9 +91,14 @@ def _cascade(op: GenerateOp, models: list, start: int, threshold: float) -> None
     op.erase()
 
 
-def apply(module: ModuleOp, ann: AnnotationComponentOp) -> None:
-    k, ttype = ann.knob_val.value.data, ann.transform_type.data
+def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, region=None) -> None:
+    """Rewrite the ops of `ann` (those in `region` only, when given) at knob value k
+    (default: the annotation's)."""
+    k = ann.knob_val.value.data if k is None else k
+    ttype = ann.transform_type.data
     ops = targets(module, ann)
+    if region is not None:
+        ops = [op for op in ops if region.is_ancestor(op)]
     if k == 0:
         return
     values = list(ann.values.data)
@@ -105,9 +114,31 @@ def apply(module: ModuleOp, ann: AnnotationComponentOp) -> None:
             op.properties[ann.parameter.data] = values[k - 1]
 
 
+def decided_by(transform: TransformOp) -> list[AnnotationComponentOp]:
+    """The decided component knobs that `transform` (one case of a decision tree) sets:
+    those of its function with its transform_type."""
+    func, module = parent_func(transform), transform.get_toplevel_object()
+    if func is None or not isinstance(module, ModuleOp):
+        return []
+    return [op for op in module.ops if isinstance(op, AnnotationComponentOp) and op.decided is not None
+            and symbol_name(op.func_name.data) == func.sym_name.data
+            and op.transform_type.data == transform.transform_type.data]
+
+
+def apply_decided(transform: TransformOp, anns: list[AnnotationComponentOp]) -> None:
+    """One case of a decision: its knob value on the component ops of its own region."""
+    region, k = transform.parent_region(), transform.knob_val.value.data
+    for ann in anns:
+        if k not in ann.knob_values():
+            raise ApproxError(f"knob '{ann.knob_name()}': the decision chose {k}, outside "
+                              f"0..{max(ann.knob_values())}", transform)
+        apply(transform.get_toplevel_object(), ann, k, region)
+
+
 def apply_all(module: ModuleOp) -> None:
-    """Apply and erase every component knob of `module`."""
+    """Apply (static ones) and erase every component knob of `module`."""
     for ann in [op for op in module.ops if isinstance(op, AnnotationComponentOp)]:
-        apply(module, ann)
+        if ann.decided is None:
+            apply(module, ann)
         ann.detach()
         ann.erase()
