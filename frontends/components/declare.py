@@ -27,7 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerAttr, SymbolRefAttr, i64
+from xdsl.dialects.builtin import (
+    BFloat16Type, Float16Type, Float32Type, IntegerAttr, StringAttr, SymbolRefAttr, UnitAttr, i64,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from approx_dialect.component import (
@@ -39,6 +41,7 @@ from approx_dialect.component import (
     ToolCallOp,
 )
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.pyobj import OBJ, ConstOp
 
 PRECISION_ATTRS = {"float32": Float32Type(), "bfloat16": BFloat16Type(), "float16": Float16Type()}
 
@@ -143,11 +146,9 @@ class Component:
         if len(operands) != self.ARITY:
             raise ApproxError(f"component '{self.label}' takes {self.ARITY} argument(s), got {len(operands)}",
                               where="<component>")
-        params = {k: attribute(k, v) for k, v in self.attributes.items() if v is not None}
-        return self._make(operands, **params)
-
-    def _make(self, operands, **params) -> ComponentOp:
-        raise NotImplementedError
+        props = {"component": StringAttr(self.label), self.OP.PROVIDER: SymbolRefAttr(provider_name(self.provider))}
+        props.update({k: attribute(k, v) for k, v in self.attributes.items() if v is not None})
+        return self.OP.create(operands=list(operands), result_types=[OBJ], properties=props)
 
     def annotations(self, func_name: str) -> list[AnnotationComponentOp]:
         return [AnnotationComponentOp(func_name, self.label, t.parameter, t.transform_type, t.attrs(), 0,
@@ -156,11 +157,9 @@ class Component:
 
     def __call__(self, *args):
         """Outside decorated code: the op as written, run by the runtime."""
-        from approx_dialect.pyobj import ConstOp
         from frontends.components.runtime import ComponentRuntime
-        from xdsl.dialects.builtin import UnitAttr
 
-        op = self.op([ConstOp(UnitAttr()).result for _ in args])
+        op = self.op([ConstOp(UnitAttr()).result for _ in args])  # placeholders: only its attributes are read
         runtime = ComponentRuntime(self.registry())
         return runtime.run(op.name, runtime.settings(op.properties), *args)
 
@@ -180,9 +179,6 @@ class Generate(Component):
         super().__init__(label, model, dict(max_new_tokens=max_new_tokens, passages=passages, sentences=sentences,
                                             context_chars=context_chars, precision=precision), list(tune))
 
-    def _make(self, operands, **params):
-        return GenerateOp(*operands, self.label, provider_name(self.provider), **params)
-
 
 class Embed(Component):
     """An embedding: `encoder(text) -> np.ndarray`."""
@@ -193,9 +189,6 @@ class Embed(Component):
                  precision: str | None = None):
         super().__init__(label, encoder, dict(dims=dims, precision=precision), list(tune))
 
-    def _make(self, operands, **params):
-        return EmbedOp(*operands, self.label, provider_name(self.provider), **params)
-
 
 class Retrieve(Component):
     """A retrieval: `retriever(query) -> Hits` (query: a question or an embedding)."""
@@ -205,10 +198,6 @@ class Retrieve(Component):
     def __init__(self, label: str, retriever, *, top_k: int, tune: Sequence[Tune] = ()):
         super().__init__(label, retriever, dict(top_k=top_k), list(tune))
 
-    def _make(self, operands, **params):
-        top_k = params.pop("top_k").value.data
-        return RetrieveOp(*operands, self.label, provider_name(self.provider), top_k, **params)
-
 
 class ToolCall(Component):
     """A tool call: `tools(request) -> calls`, routed by `router`."""
@@ -217,9 +206,3 @@ class ToolCall(Component):
 
     def __init__(self, label: str, tools, router, *, tune: Sequence[Tune] = ()):
         super().__init__(label, tools, dict(router=router), list(tune))
-
-    def op(self, operands):
-        if len(operands) != 1:
-            raise ApproxError(f"component '{self.label}' takes 1 argument, got {len(operands)}", where="<component>")
-        return ToolCallOp(operands[0], self.label, provider_name(self.provider),
-                          provider_name(self.attributes["router"]))
