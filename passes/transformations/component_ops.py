@@ -33,6 +33,7 @@ from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import ConstOp
 from passes.ir_utils import parent_func
 
+
 def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
     """The ops the knob rewrites; an error when the parameter is not theirs."""
     label, parameter = ann.component.data, ann.parameter.data
@@ -54,6 +55,7 @@ def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
 
 def _skip(op: ComponentOp) -> None:
     none = ConstOp(UnitAttr())
+    none.location = op.location
     op.parent_block().insert_op_before(none, op)
     for r in op.results:
         r.replace_all_uses_with(none.result)
