@@ -12,6 +12,7 @@ from approx_dialect.annotations import (
     symbol_name,
 )
 from approx_dialect.cascade import AnnotationCascadeOp
+from approx_dialect.component import AnnotationComponentOp
 from approx_dialect.ladder import decision_index
 from approx_dialect.ops import DecideOp, KnobOp, TransformOp, TryOp, YieldOp
 from approx_dialect.param import AnnotationParamOp, ParamOp
@@ -36,6 +37,7 @@ Approx = Dialect(
         AnnotationConvertToCallOp,
         AnnotationParamOp,
         AnnotationCascadeOp,
+        AnnotationComponentOp,
     ],
     [],
 )
@@ -43,6 +45,7 @@ Approx = Dialect(
 __all__ = [
     "Approx",
     "AnnotationCascadeOp",
+    "AnnotationComponentOp",
     "AnnotationConvertToCallOp",
     "AnnotationDecisionTreeMultiOp",
     "AnnotationDecisionTreeOp",

@@ -24,6 +24,7 @@ from xdsl.utils.lexer import Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from approx_dialect import Approx, upstream_import
+from approx_dialect.component import Component
 from approx_dialect.pyobj import PyObj
 from approx_dialect.symbols import frozen_symbols
 from approx_dialect.diagnostics import ApproxError
@@ -46,6 +47,7 @@ _DIALECTS = (
     llvm.LLVM,
     Approx,
     PyObj,  # opaque Python values of orchestration code (frontends)
+    Component,  # model, embedding, retrieval and tool calls of compound AI programs
 )
 
 

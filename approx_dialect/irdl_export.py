@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i32
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, i32
 from xdsl.dialects.irdl import irdl
 from xdsl.dialects.irdl.pyrdl_to_irdl import depython_name
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue, TypeAttribute
@@ -42,6 +42,13 @@ from xdsl.irdl.constraints import AnyAttr, AttrSetConstraint, RangeConstraint
 from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
 
 from approx_dialect import Approx
+from approx_dialect.component import Component
+from approx_dialect.pyobj import PyObj
+
+DIALECTS = (Approx, PyObj, Component)
+"""What `emit_irdl` and `load_upstream` export by default: the approx dialect, the
+Python objects of orchestration code and the component ops of compound AI programs."""
+_EXPORTED_TYPES = {t for d in DIALECTS for t in d.attributes}
 
 # xDSL's builtin attribute names differ from upstream's (e.g. "array" vs "dense_array").
 _UPSTREAM_BASE: dict[type[Attribute], str] = {
@@ -74,7 +81,11 @@ def constraint_to_irdl(builder: Builder, constr: AttrConstraint) -> SSAValue:
         # parameters are dropped: `irdl.parametric` cannot name a builtin base.
         cls = constr.attr if isinstance(constr, BaseAttr) else constr.base_attr
         name = _base_name(cls)
-        op = irdl.BaseOp(name) if name else irdl.AnyOp()
+        if cls in _EXPORTED_TYPES:  # defined in the same IRDL module: by symbol, as upstream wants
+            dialect, short = Dialect.split_name(cls.name)
+            op = irdl.BaseOp(SymbolRefAttr(dialect, [short]))
+        else:
+            op = irdl.BaseOp(name) if name else irdl.AnyOp()
     elif isinstance(constr, AttrSetConstraint):
         args = [builder.insert(irdl.IsOp(a)).output for a in sorted(constr.values, key=str)]
         op = irdl.AnyOfOp(args)
@@ -138,19 +149,27 @@ def op_def_to_irdl(op: type[IRDLOperation]) -> irdl.OperationOp:
     return irdl.OperationOp(Dialect.split_name(op_def.name)[1], Region([block]))
 
 
-def dialect_to_irdl_module(dialect: Dialect = Approx) -> ModuleOp:
-    """A module holding one `irdl.dialect` with every op of `dialect`."""
-    ops = [op_def_to_irdl(op) for op in dialect.operations]
-    return ModuleOp([irdl.DialectOp(dialect.name, Region([Block(ops)]))])
+def dialect_to_irdl_module(*dialects: Dialect) -> ModuleOp:
+    """A module holding one `irdl.dialect` per dialect (default: DIALECTS) with every op of it."""
+    return ModuleOp([irdl.DialectOp(d.name, Region([Block([*map(type_to_irdl, d.attributes),
+                                                            *map(op_def_to_irdl, d.operations)])]))
+                     for d in dialects or DIALECTS])
 
 
-def emit_irdl(dialect: Dialect = Approx) -> str:
+def type_to_irdl(attr: type[Attribute]) -> irdl.TypeOp:
+    """A parameterless type (`!pyobj.obj`); types with parameters are not exported."""
+    if not issubclass(attr, TypeAttribute) or attr.get_irdl_definition().parameters:
+        raise NotImplementedError(f"{attr.name}: only parameterless types are exported to IRDL")
+    return irdl.TypeOp(Dialect.split_name(attr.name)[1], Region([Block()]))
+
+
+def emit_irdl(*dialects: Dialect) -> str:
     """The IRDL text, with the true op names (see `load_upstream` for upstream)."""
-    return str(dialect_to_irdl_module(dialect)) + "\n"
+    return str(dialect_to_irdl_module(*dialects)) + "\n"
 
 
-def load_upstream(context=None, dialect: Dialect = Approx):
-    """Register `dialect` in an upstream (torch_mlir) context via `irdl.load_dialects`,
+def load_upstream(context=None, *dialects: Dialect):
+    """Register `dialects` (default: DIALECTS) in an upstream (torch_mlir) context via `irdl.load_dialects`,
     plus the traits IRDL has no syntax for.
 
     Upstream's IRDL verifier rejects '.' in op names, so ops are parsed under
@@ -160,7 +179,8 @@ def load_upstream(context=None, dialect: Dialect = Approx):
     from torch_mlir import ir
     from torch_mlir.dialects import irdl as up_irdl
 
-    module = dialect_to_irdl_module(dialect)
+    dialects = dialects or DIALECTS
+    module = dialect_to_irdl_module(*dialects)
     real: dict[str, str] = {}
     for op in module.walk():
         if isinstance(op, irdl.OperationOp) and "." in op.sym_name.data:
@@ -179,7 +199,7 @@ def load_upstream(context=None, dialect: Dialect = Approx):
         NoTerminator: ir.NoTerminatorTrait,
         IsolatedFromAbove: ir.IsIsolatedFromAboveTrait,
     }
-    for op in dialect.operations:
+    for op in [op for d in dialects for op in d.operations]:
         for xdsl_trait, up_trait in traits.items():
             if op.has_trait(xdsl_trait):
                 up_trait.attach(op.name, context=context)

@@ -23,6 +23,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
 
 from approx_dialect import (
+    AnnotationComponentOp,
     AnnotationDecisionTreeOp,
     AnnotationTransformOp,
     symbol_name,
@@ -64,7 +65,7 @@ class KnobSpec:
 
 def _annotations(module: ModuleOp):
     kinds = {"approx.util.annotation.transform", "approx.util.annotation.decision_tree",
-             "approx.util.annotation.decision_tree_multi"}
+             "approx.util.annotation.decision_tree_multi", "approx.util.annotation.component"}
     return [op for op in module.ops if op.name in kinds]
 
 
@@ -98,11 +99,18 @@ def _values_for_static(module: ModuleOp, ann) -> tuple[int, ...]:
 
 def knob_specs(module: ModuleOp) -> list[KnobSpec]:
     """Every knob of the program, in source order, with a unique name
-    (`func` or `func#2` for a second annotation on the same function)."""
+    (`func` or `func#2` for a second annotation on the same function; a
+    component knob is `<component>.<parameter>`)."""
     specs: list[KnobSpec] = []
     seen: dict[str, int] = {}
     for ann in _annotations(module):
         fname = symbol_name(ann.func_name.data)
+        if isinstance(ann, AnnotationComponentOp):
+            if ann.decided is not None:
+                continue  # set per input by its function's decision tree (that knob)
+            specs.append(KnobSpec(ann.knob_name(), fname, ann.transform_type.data, "static", ann.knob_values(),
+                                  current={"knob_val": ann.knob_val.value.data}))
+            continue
         seen[fname] = seen.get(fname, 0) + 1
         name = fname if seen[fname] == 1 else f"{fname}#{seen[fname]}"
         t = ann.transform_type.data
@@ -159,7 +167,8 @@ def apply_config(module: ModuleOp, config: dict[str, dict]) -> ModuleOp:
     """Set the annotations of `module` (in place) to `config`; unknown knobs and
     values outside a knob's range are errors."""
     specs = {s.name: s for s in knob_specs(module)}
-    anns = dict(zip([s.name for s in knob_specs(module)], _annotations(module)))
+    listed = [a for a in _annotations(module) if not (isinstance(a, AnnotationComponentOp) and a.decided is not None)]
+    anns = dict(zip([s.name for s in knob_specs(module)], listed))
     for name, setting in config.items():
         if name not in specs:
             raise ApproxError(f"unknown knob '{name}' (knobs: {', '.join(specs) or 'none'})", where="<config>")

@@ -45,6 +45,9 @@ class ModuleBuilder:
         self.names: set[str] = set()
         self.kernels: dict[tuple, tuple[str, list]] = {}
         self._active: set[tuple] = set()
+        self.components: dict[str, object] = {}  # the component registry: symbol -> provider
+        self._labels: dict[str, object] = {}  # component label -> the first component declaring it
+        self.orchestration: dict[int, str] = {}  # decorated orchestration callee -> its symbol
 
     def symbol(self, base: str, exact: bool = False) -> str:
         """A fresh symbol name (`exact`: this very name, an error if taken)."""
@@ -68,6 +71,43 @@ class ModuleBuilder:
             self.env.append(obj)
             self._env_ids[id(obj)] = i
         return i
+
+    def component(self, comp, func_name: str) -> None:
+        """Register a called component: its providers, and on the first call of its
+        label its knobs (annotations naming `func_name`). Components sharing a label
+        share its knobs, so they must declare the same ones."""
+        first = self._labels.setdefault(comp.label, comp)
+        if first is comp and not any(a.name == "approx.util.annotation.component" and a.component.data == comp.label
+                                     for a in self.annotations):
+            self.annotations.extend(comp.annotations(func_name))
+        elif first is not comp and first.tune != comp.tune:
+            raise KnobError(f"two components labelled '{comp.label}' declare different knobs; "
+                            "components sharing a label share its knobs")
+        for name, provider in comp.registry().items():
+            if self.components.setdefault(name, provider) is not provider:
+                raise KnobError(f"two different component providers are named '{name}' (a provider's name "
+                                "is its symbol in the IR)")
+
+    def function(self, symbol: str):
+        for f in self.functions:
+            if f.sym_name.data == symbol:
+                return f
+        raise KnobError(f"'{symbol}' calls itself (through decorated functions): recursion is not supported")
+
+    def python_callee(self, fn) -> str:
+        """A decorated orchestration function lowered into this module, with its
+        annotations; its symbol."""
+        from frontends.lower_python import python_function, python_helper
+
+        src = FunctionSource.of(fn.python)
+        symbol = self.orchestration[id(fn)] = self.symbol(fn.python.__name__)
+        types = fn.arg_types()
+        f = python_function(src, self, symbol, types)
+        self.functions.append(f)
+        if not fn.knob_config.is_empty():
+            emit_annotations(self, symbol, fn.knob_config, src, types, list(f.function_type.outputs.data),
+                             python_helper(self))
+        return symbol
 
     def module(self) -> ModuleOp:
         return ModuleOp([*self.annotations, *self.functions])

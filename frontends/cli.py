@@ -35,11 +35,14 @@ def load_function(spec: str):
 
 def python_input(spec: str) -> tuple[str, str]:
     """(IR text, name for messages) of the function named by `spec`; an undecorated
-    function is shown as `@Knob()` would lower it."""
+    function is shown as `@Knob()` would lower it, a Program with `ir()` (the
+    compound systems of examples/systems) by its own IR."""
     from frontends.decorated import KnobFunction
     from frontends.knob import Knob
 
     fn = load_function(spec)
+    if not isinstance(fn, KnobFunction) and callable(getattr(fn, "ir", None)) and callable(getattr(fn, "knobs", None)):
+        return fn.ir(), spec  # a composed Program (a compound system): its one annotated module
     if not isinstance(fn, KnobFunction):
         if not callable(fn):
             raise ApproxError(f"'{spec}' is a {type(fn).__name__}, not a function", where="<command line>")

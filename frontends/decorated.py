@@ -75,6 +75,7 @@ class KnobFunction:
         self._config: dict = {}
         self._runner: _Runner | None = None
         self._fast = None
+        self._components: dict = {}  # the component registry of the lowered module (symbol -> provider)
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
@@ -235,6 +236,10 @@ class KnobFunction:
                 found = self._modules[key] = self._lower(key)
             return found
 
+    def arg_types(self, key: tuple = ()) -> list:
+        """The IR types of the parameters (for a kernel: arrays typed by `key`)."""
+        return self._arg_types(key)
+
     def _arg_types(self, key: tuple) -> list:
         from frontends.lower_kernel import SCALARS, memref_of
         from frontends.lower_python import SCALAR_ANNOTATIONS
@@ -271,7 +276,7 @@ class KnobFunction:
         else:
             from frontends.lower_python import python_function, python_helper
 
-            entry = builder.symbol(self.python.__name__)
+            entry = builder.orchestration[id(self)] = builder.symbol(self.python.__name__)
             f = python_function(src, builder, entry, types)
             builder.functions.insert(0, f)
             if not self.knob_config.is_empty():
@@ -281,7 +286,23 @@ class KnobFunction:
         from approx_dialect.context import verify_module
 
         verify_module(module)
+        self._components.update(builder.components)
         return _print_with_locations(module), builder.env, entry
+
+    def environment(self) -> tuple[list, str]:
+        """(environment table, entry symbol) of the lowered orchestration module: what
+        its pyobj ops index (`frontends.deploy.load_tuned` runs a tuned IR file with it)."""
+        if self.kind != "python":
+            raise ApproxError(f"{self.name} is a numeric kernel: its tuned IR runs through "
+                              "approx_opt.execute.compile_module, without an environment")
+        _, env, entry = self._module()
+        return env, entry
+
+    @property
+    def components(self) -> dict:
+        """The component registry (symbol -> provider) of the program's component ops."""
+        self._module()
+        return dict(self._components)
 
     def _compile(self, config: dict, key: tuple):
         text, env, entry = self._module(key)
@@ -291,9 +312,11 @@ class KnobFunction:
                 from approx_opt.execute import compile_module
 
                 return compile_module(lowered).fn(entry)
+            from frontends.components.runtime import ComponentRuntime
             from frontends.pygen import generate
 
-            fn = generate(parse_module(lowered), env, self.python.__qualname__).fn(entry)
+            runtime = ComponentRuntime(self._components) if self._components else None
+            fn = generate(parse_module(lowered), env, self.python.__qualname__, runtime).fn(entry)
             contract = self.knob_config.safety_contract
             return _recovering(fn, contract.recover, self.name) if contract is not None else fn
 

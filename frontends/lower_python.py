@@ -23,8 +23,9 @@ from xdsl.ir import Block, Region
 
 from approx_dialect.pyobj import OBJ, BoxOp, CallOp, ConstOp, GlobalOp, ObjType, UnboxOp, UnpackOp
 from frontends import pyruntime as rt
+from frontends.components.declare import Component
 from frontends.lowering import BodyLowering, Val
-from frontends.source import MISSING
+from frontends.source import MISSING, FunctionSource
 
 SCALAR_ANNOTATIONS = {int: i64, float: f64, bool: i1}
 
@@ -198,7 +199,37 @@ class PythonLowering(BodyLowering):
         self.node = node
         if fn is MISSING:
             return self.pycall(rt.call, [callee, *args], "call", kw)
+        if isinstance(fn, Component):
+            return self.component_call(fn, args, kw, node)
+        if _is_orchestration(fn):
+            if kw:
+                raise self.unsupported("keyword arguments in a call of a decorated function", node)
+            return self.decorated_call(fn, args, node)
         return self.pycall(fn, args, ast.unparse(node.func), kw)
+
+    def component_call(self, comp, args: list, kw: list, node) -> Val:
+        """A call of a registered component: its op, with the written attributes."""
+        if kw:
+            raise self.unsupported(f"keyword arguments in a call of component '{comp.label}'", node)
+        if len(args) != comp.ARITY:
+            raise self.error(f"component '{comp.label}' takes {comp.ARITY} argument(s), got {len(args)}", node)
+        self.builder.component(comp, self.name)
+        return Val(self.emit(comp.op([self.obj(a).ssa for a in args])).results[0])
+
+    def decorated_call(self, fn, args: list, node) -> Val:
+        """A call of another decorated orchestration function: lowered into this module
+        (with its annotations), so one IR holds the whole program."""
+        symbol = self.builder.orchestration.get(id(fn))
+        if symbol is None:
+            symbol = self.builder.python_callee(fn)
+        n = len(fn._signature.parameters)
+        if len(args) != n:
+            raise self.error(f"'{fn.python.__name__}' takes {n} argument(s), got {len(args)}", node)
+        callee = self.builder.function(symbol)
+        ins = callee.function_type.inputs.data
+        call = self.emit(func.CallOp(symbol, [self.convert(a, t).ssa for a, t in zip(args, ins)],
+                                     list(callee.function_type.outputs.data)))
+        return Val(call.res[0])
 
     def fstring(self, node: ast.JoinedStr) -> Val:
         parts = []
@@ -347,18 +378,37 @@ class PythonLowering(BodyLowering):
         self.emit(scf.IfOp(ok, [], Region(then), Region(other)))
 
 
+def _is_orchestration(fn) -> bool:
+    from frontends.decorated import KnobFunction
+
+    return isinstance(fn, KnobFunction) and fn.kind == "python"
+
+
 def python_function(src, builder, name: str, arg_types) -> func.FuncOp:
     return PythonLowering(src, builder, name).lower_function(list(arg_types))
 
 
+LOWERED_ROLES = ("approx kernel", "cascade variant", "recover function")
+
+
 def python_helper(builder):
-    """helper(role, fn, symbol, ins, outs) for annotations of orchestration code: a
-    function calling the Python callable `fn` (typed arguments boxed, the result
-    converted: i32 through int(), i1 through bool())."""
+    """helper(role, fn, symbol, ins, outs) for annotations of orchestration code:
+    variants of the program (approx kernels, cascade variants, recover functions)
+    written in user Python are lowered like the program; other helpers (state
+    functions, checkers, library callables) are a function calling the Python
+    callable `fn` (typed arguments boxed, the result converted: i32 through int(),
+    i1 through bool())."""
 
     def helper(role: str, fn, symbol: str, ins: list, outs: list) -> None:
         if not callable(fn):
             raise TypeError(f"the {role} must be callable, got {type(fn).__name__}")
+        if role.startswith(LOWERED_ROLES) and builder.is_lowerable(fn) and all(isinstance(t, ObjType) for t in outs):
+            # a variant of the program is IR too: its component calls are component ops the passes see
+            from frontends.decorated import KnobFunction
+
+            py = fn.python if isinstance(fn, KnobFunction) else fn
+            builder.functions.append(python_function(FunctionSource.of(py), builder, symbol, ins))
+            return
         entry = Block(arg_types=ins)
         idx = builder.global_index(fn)
         name = getattr(fn, "__qualname__", type(fn).__name__)

@@ -7,7 +7,9 @@ Python loops and calls). Safety: every identifier in the generated source is mad
 here (`v0`, `f1`, ...), never taken from the IR's text; callees are integers into
 the environment table `E`; constants come from typed attributes (ints and bools
 as their repr, everything else through the constant table `K`). No text of a
-symbol name, a string attribute or a file is ever executed.
+symbol name, a string attribute or a file is ever executed. Component ops
+(`component.*`) call `R.run(op, settings, *operands)` of the component runtime
+(`frontends.components.runtime`) with the attributes of the transformed op.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 
+from approx_dialect.component import ComponentOp, ConfidenceOp
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import BoxOp, CallOp, ConstOp, GlobalOp, UnboxOp, UnpackOp
 
@@ -78,14 +81,18 @@ class PythonModule:
             raise ApproxError(f"no function @{name} in the module") from None
 
 
-def generate(module: ModuleOp, env: list, label: str = "module") -> PythonModule:
-    """Python source for every func.func of `module`, compiled and returned."""
+def generate(module: ModuleOp, env: list, label: str = "module", runtime=None) -> PythonModule:
+    """Python source for every func.func of `module`, compiled and returned;
+    `runtime` (a `ComponentRuntime`) runs its component ops."""
     gen = _Generator(module, env)
     source = gen.source()
     label = "".join(c if c.isprintable() else "?" for c in label)  # a file name: no NUL, no line breaks
     filename = f"<approx-pygen {label} #{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"__builtins__": __builtins__, "E": env, "K": gen.consts, "_index": operator.index,
+    if gen.uses_components and runtime is None:
+        raise ApproxError("cannot run as Python: the module calls components (component.*) and no component "
+                          "registry was given")
+    namespace = {"__builtins__": __builtins__, "E": env, "K": gen.consts, "R": runtime, "_index": operator.index,
                  "_divsi": _divsi, "_remsi": _remsi, "_ceildivsi": _ceildivsi, "_divf": _divf, "_wrap": _wrap}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - source made above from typed IR only
     return PythonModule({name: namespace[f"f{i}"] for name, i in gen.index.items()}, source)
@@ -99,6 +106,7 @@ class _Generator:
         self.consts: list = []
         self.funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and not op.is_declaration]
         self.index = {f.sym_name.data: i for i, f in enumerate(self.funcs)}
+        self.uses_components = False
 
     # ---------------------------------------------------------------- helpers
     def fail(self, op: Operation, what: str) -> ApproxError:
@@ -253,6 +261,15 @@ class _Generator:
                 self.consts.append(tuple(k))
                 args.append(f"**dict(zip(K[{len(self.consts) - 1}], ({', '.join(kws)},)))")
             return f"E[{self._entry(op, op.callee.value.data)}]({', '.join(args)})"
+        if isinstance(op, ComponentOp):
+            from frontends.components.runtime import ComponentRuntime
+
+            self.uses_components = True
+            self.consts.append(ComponentRuntime.settings(op.properties))
+            return f"R.run({op.name!r}, K[{len(self.consts) - 1}], {', '.join(a)})"
+        if isinstance(op, ConfidenceOp):
+            self.uses_components = True
+            return f"R.confidence({a[0]})"
         if isinstance(op, BoxOp):
             return a[0]
         if isinstance(op, UnboxOp):

@@ -10,7 +10,7 @@ from xdsl.passes import ModulePass
 
 from approx_dialect import TransformOp
 from passes.ir_utils import ModuleSymbols, ops_of
-from passes.transformations import REWRITES
+from passes.transformations import REWRITES, component_ops
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,10 @@ class TransformApproxPass(ModulePass):
     `loop_perforate`: step of the first scf.for times k. `func_substitute`: the
     call to `__internal_f` becomes a call to `approx_f_<k>`. `task_skipping`: of
     the first scf.if/index_switch chain keep branch k (n+1 skips all). Knob 0
-    leaves the region exact. The transform ops are erased.
+    leaves the region exact. The transform ops are erased. Component knobs
+    (`approx.util.annotation.component`) rewrite their component ops' attributes
+    (`passes/transformations/component_ops.py`) and are erased; a decided one is
+    rewritten in each case of its function's decision instead.
     """
 
     name = "transform-approx"
@@ -28,6 +31,11 @@ class TransformApproxPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         symbols = ModuleSymbols(op)
         for transform in ops_of(op, TransformOp):
-            REWRITES[transform.transform_type.data](transform, symbols)
+            decided = component_ops.decided_by(transform)
+            if decided:
+                component_ops.apply_decided(transform, decided)
+            else:
+                REWRITES[transform.transform_type.data](transform, symbols)
             transform.detach()
             transform.erase()
+        component_ops.apply_all(op)

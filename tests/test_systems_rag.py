@@ -1,17 +1,27 @@
-"""The two RAG systems (examples/systems): fixed exact answers (deterministic, torch
-on one thread), knob 0 = the undecorated pipeline, the per-question decision
-routing to the variant its state selects, the QoS metric, and a tiny tuning run of
-each system. RAG-BM25 runs over all 2,067 paragraphs; RAG-dense over 30 of them
+"""The two RAG systems (examples/systems), each one decorated program whose
+components are IR: fixed exact answers (deterministic, torch on one thread), knob 0
+= the providers called directly, the per-question decision routing to the variant
+its state selects, `approx-opt --list-knobs` on the IR = the program's knobs, every
+knob rewriting its component op, the previous implementation's answers, the QoS
+metric, and a tiny tuning run of each system. RAG-BM25 runs over all 2,067 paragraphs; RAG-dense over 30 of them
 (every 69th: embedding the whole corpus takes minutes, the bench does it)."""
 
 from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from autotuner.results import TuningResult
 from examples import squad
+from approx_opt.main import list_knobs
+from autotuner.program import exact_config
 from examples.systems import common, rag_bm25, rag_dense
+
+PREVIOUS = Path(__file__).parent / "data" / "rag_bm25_previous.json"
 
 STEP = 69
 BM25_FIXED = {  # the first questions of the evaluation articles -> the exact program's answers
@@ -52,37 +62,69 @@ def test_exact_answers_are_fixed_and_deterministic(system):
     assert all(program.exact_answers[q] == a for q, a in fixed.items())
 
 
-def test_knob_zero_is_the_undecorated_pipeline(system):
+def test_knob_zero_is_the_plain_pipeline(system):
+    """The exact program answers as the providers called directly (retrieve, cut nothing, pro reader)."""
     program, fixed = system
-    run = program.exact()
-    plain = program.pipeline.python
+    _, pro = common.readers()
+    run, corpus = program.exact(), program.corpus
     for q in fixed:
-        assert run(q) == plain(q, run.search, program.read.python, run.corpus, run.reader, run.fast)
+        assert run(q) == pro.answer(q, [corpus[i] for i in program.search(q).ids]).text
 
 
 def test_decision_picks_the_variant_of_each_question(bm25):
     """read's ladder: state >= 500 -> variant 1 (top passage), state >= 1500 -> variant 3 (fast, top)."""
     config = {"read": {"thresholds": [500, 1500], "decisions": [0, 1, 3]}}
     run = bm25.build(config)
-    variants = {0: bm25.read.python, 1: common.read_top, 3: common.read_fast_top}
+    fast, pro = common.readers()
     seen = set()
     for q in [q.question for q in squad.questions_of("eval")[:12]]:
-        hits = run.search(q)
+        hits = bm25.search(q)
         state = rag_bm25.bm25_margin(hits)
         k = 0 if state < 500 else 1 if state < 1500 else 3
         seen.add(k)
-        passages = [run.corpus[i] for i in hits.ids]
-        assert run(q) == variants[k](q, hits, passages, run.reader, run.fast)
+        passages = [bm25.corpus[i] for i in hits.ids]
+        model, read = {0: (pro, passages), 1: (pro, passages[:1]), 3: (fast, passages[:1])}[k]
+        assert run(q) == model.answer(q, read).text
     assert len(seen) >= 2  # the questions do take different variants
 
 
 def test_every_component_has_knobs(bm25, dense):
-    names = {s.name for s in bm25.knobs()}
-    assert {"preprocess", "bm25_terms", "bm25_docs", "bm25", "read", "answer.model", "answer.passages",
-            "answer.context_chars", "answer.sentences", "answer.precision", "answer.max_new_tokens"} <= names
-    dnames = {s.name for s in dense.knobs()}
-    assert {"query.layers", "query.precision", "dense_dot", "dense_dot#2", "dense_docs", "dense", "read"} <= dnames
+    assert [s.name for s in bm25.knobs()] == [
+        "bm25.top_k", "bm25.preprocess", "bm25.terms", "bm25.docs", "answer.model", "answer.max_new_tokens",
+        "answer.passages", "answer.context_chars", "answer.sentences", "answer.precision", "read"]
+    assert [s.name for s in dense.knobs()] == [
+        "query.encoder", "query.precision", "dense.top_k", "dense.dims", "dense.docs", "dense.precision",
+        "answer.model", "answer.max_new_tokens", "answer.passages", "answer.context_chars", "answer.sentences",
+        "answer.precision", "read"]
     assert next(s for s in bm25.knobs() if s.name == "read").kind == "ladder"
+
+
+def test_list_knobs_of_the_system_ir_is_program_knobs(system):
+    program, _ = system
+    listed = [k["name"] for k in json.loads(list_knobs(program.ir(), program.name))]
+    assert listed == [k.name for k in program.knobs()]
+
+
+def test_approx_opt_from_python_lists_the_system_knobs(bm25, capsys):
+    from approx_opt.main import main
+
+    assert main(["--from-python", "examples.systems.rag_bm25:program", "--list-knobs"]) == 0
+    assert [k["name"] for k in json.loads(capsys.readouterr().out)] == [k.name for k in bm25.knobs()]
+
+
+def test_every_knob_changes_its_component_op(system):
+    """For every knob and every non-zero value, the IR after the pipeline differs from the
+    exact one in an op of that component (`read`: the call of the answer step's variant)."""
+    program, _ = system
+    exact = Counter(program.ir(after=True).splitlines())
+    for spec in program.knobs():
+        for k in spec.values[1:]:
+            changed = Counter(program.ir(after=True, config={spec.name: {"knob_val": k}}).splitlines()) - exact
+            if spec.name == "read":
+                assert any(f"func.call @approx_read_{k}" in line for line in changed), (spec.name, k)
+            else:
+                label = spec.name.split(".")[0]
+                assert any(f'component = "{label}"' in line for line in changed), (spec.name, k)
 
 
 def test_approximate_configuration_and_errors(dense):
@@ -96,12 +138,36 @@ def test_approximate_configuration_and_errors(dense):
         dense.build({"answer.passages": {"knob_val": 9}})
 
 
+def previous_config(config: dict) -> dict:
+    """A configuration of the previous implementation in today's knob names (the
+    retriever's kernel knobs were knob values, now indices into KERNEL_VALUES)."""
+    names = {"bm25": "bm25.top_k", "preprocess": "bm25.preprocess"}
+    out = {}
+    for name, setting in config.items():
+        if name in ("bm25_terms", "bm25_docs"):
+            k = rag_bm25.KERNEL_VALUES.index(setting["knob_val"]) + 1
+            out["bm25." + name.split("_")[1]] = {"knob_val": k}
+        else:
+            out[names.get(name, name)] = setting
+    return out
+
+
+def test_answers_equal_the_previous_implementation(bm25):
+    """20 fixed evaluation questions at five configurations answer as the previous
+    implementation (Knobbed components beside the IR, commit 73d2e32) did; recorded
+    by tests/data/record_rag_bm25_previous.py."""
+    previous = json.loads(PREVIOUS.read_text())
+    for name, config in previous["configs"].items():
+        run = bm25.build(previous_config(config))
+        assert [run(q) for q in previous["questions"]] == previous["answers"][name], name
+
+
 def test_time_budget_stops_new_configurations_only(bm25):
     bm25.deadline = 0.0
     try:
         with pytest.raises(common.TimeUp):
             bm25.build({"answer.precision": {"knob_val": 1}})
-        assert bm25.build(common.exact_config(bm25))  # the exact program still builds
+        assert bm25.build(exact_config(bm25))  # the exact program still builds
     finally:
         bm25.deadline = None
 

@@ -1,18 +1,29 @@
 """The LLM + tools system (examples/systems/tools_agent.py) on real BFCL items with
-the trained readers: its exact calls on fixed items (and their AST-check
-results) stay the same, knob 0 is the undecorated agent, the decision per input
-sends exactly the inputs below its threshold to the cheap path, the split is
-disjoint, and a tiny tuning run gives a front."""
+the trained readers, one decorated program whose routing and reader are component
+ops: its exact calls on fixed items (and their AST-check results) stay the same,
+knob 0 is the undecorated agent, the decision per input sends exactly the inputs
+below its threshold to the cheap path, `approx-opt --list-knobs` on its IR is its
+knobs, every knob changes its op, the previous implementation's calls are kept, the
+split is disjoint, and a tiny tuning run gives a front."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
-from examples.systems.tools_agent import ToolsAgentProgram, cheap_tools_agent, string_load, tools_agent
+from approx_opt.main import list_knobs
+from examples.systems.tools_agent import ToolsAgentProgram, string_load
+from examples.systems.tools_components import ItemTools
+from examples.systems.tools_fill import fill_scored
 from examples.systems.tools_data import DEV_FRACTION, ast_match, dev_items, query_of, split
 from examples.systems.tools_text import analyse
-from frontends.components.tools import load_bfcl
+from frontends.components.tools import KeywordTriage, load_bfcl
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
+
+PREVIOUS = Path(__file__).parent / "data" / "tools_previous.json"
 
 # (item id, the exact agent's calls, BFCL AST check) as the agent produced them
 EXPECTED = [
@@ -49,10 +60,9 @@ def test_exact_calls_on_fixed_items(program):
 def test_knob_zero_is_the_undecorated_agent(program):
     items = [i for c in ("simple_python", "multiple", "parallel") for i in dev_items(c)[1:4]]
     exact, annotated = program.exact(), program.build({})
-    plain = program.agent.configure({})
     for it in items:
         q = query_of(it)
-        assert exact(q) == annotated(q) == tools_agent.python(q, plain), it.id
+        assert exact(q) == annotated(q) == program.agent.python(q), it.id
 
 
 def test_decision_picks_the_path_by_state(program):
@@ -61,21 +71,69 @@ def test_decision_picks_the_path_by_state(program):
     states = []
     for it in [i for c in ("simple_python", "multiple") for i in dev_items(c)[:8]]:
         q = query_of(it)
-        state = string_load(q, program.agent)
+        function = ItemTools().call(q, KeywordTriage())
+        state = string_load(function)
         states.append(state)
-        want = exact(q) if 1 <= state < 20 else cheap_tools_agent(q, program.agent)
+        want = exact(q) if 1 <= state < 20 else fill_scored(q.question, function, {})
         assert dynamic(q) == want, it.id
     assert 0 in states and any(1 <= s < 20 for s in states) and max(states) >= 20  # all three ranges
 
 
 def test_knobs_and_configuration_errors(program):
     names = [s.name for s in program.knobs()]
-    assert names == ["tools_agent", "tools.triage", "answer.model", "answer.precision", "filler.reader"]
-    assert program.knobs()[0].kind == "ladder"
+    assert names == ["tools.router", "answer.model", "answer.precision", "answer.passages", "answer.skip",
+                     "tools_agent"]
+    assert program.knobs()[-1].kind == "ladder"
     from approx_dialect.diagnostics import ApproxError
 
     with pytest.raises(ApproxError, match="unknown knob 'tools.skip'"):
         program.build({"tools.skip": {"knob_val": 1}})
+
+
+def test_list_knobs_of_the_agent_ir_is_program_knobs(program):
+    listed = [k["name"] for k in json.loads(list_knobs(program.ir(), "tools_agent"))]
+    assert listed == [k.name for k in program.knobs()]
+
+
+def test_every_knob_changes_its_component_op(program):
+    exact = Counter(program.ir(after=True).splitlines())
+    for spec in program.knobs():
+        for k in spec.values[1:]:
+            changed = Counter(program.ir(after=True, config={spec.name: {"knob_val": k}}).splitlines()) - exact
+            if spec.name == "tools_agent":
+                assert any(f"func.call @approx_tools_agent_{k}" in line for line in changed), (spec.name, k)
+            elif spec.name == "answer.skip":  # the reader op is gone, None flows instead
+                assert any("pyobj.const" in line for line in changed) and not any(
+                    "component.generate" in line for line in changed), (spec.name, k)
+            else:
+                label = spec.name.split(".")[0]
+                assert any(f'component = "{label}"' in line for line in changed), (spec.name, k)
+
+
+def previous_config(config: dict) -> dict:
+    """A configuration of the previous implementation in today's knob names: the
+    router knob was `tools.triage`; `filler.reader` 1 (strings only) is
+    `answer.passages` 1, 2 (no reader) is `answer.skip` 1."""
+    out = {}
+    for name, setting in config.items():
+        if name == "tools.triage":
+            out["tools.router"] = setting
+        elif name == "filler.reader":
+            out[{1: "answer.passages", 2: "answer.skip"}[setting["knob_val"]]] = {"knob_val": 1}
+        else:
+            out[name] = setting
+    return out
+
+
+def test_calls_equal_the_previous_implementation(program):
+    """20 fixed items at five configurations give the calls the previous implementation
+    (Knobbed components beside the IR, commit 73d2e32) gave; recorded by
+    tests/data/record_tools_previous.py."""
+    previous = json.loads(PREVIOUS.read_text())
+    items = {i.id: i for c in ("simple_python", "multiple", "parallel") for i in load_bfcl(c)}
+    for name, config in previous["configs"].items():
+        run = program.build(previous_config(config))
+        assert [run(query_of(items[i])) for i in previous["items"]] == previous["calls"][name], name
 
 
 def test_split_is_disjoint_stratified_and_outside_the_development_items():

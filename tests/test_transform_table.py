@@ -15,3 +15,9 @@ def test_every_transform_type_has_a_rewrite_and_vice_versa():
 
 def test_docs_table_is_generated_from_the_definitions():
     assert DOC.read_text() == markdown_table(), "run: python -m approx_dialect > docs/transformations.md"
+
+
+def test_component_transforms_are_known_transform_types():
+    from approx_dialect.component import COMPONENT_TRANSFORMS
+
+    assert set(COMPONENT_TRANSFORMS) <= set(TRANSFORM_TYPES)

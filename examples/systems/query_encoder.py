@@ -1,9 +1,9 @@
-"""The dense retriever's query encoder as a knobbed component: all-MiniLM-L6-v2
+"""The dense retriever's query encoder as a component provider: all-MiniLM-L6-v2
 embeds the question (the largest cost of dense retrieval: ~20 ms of ~21 ms on one
 thread; the similarity kernel takes ~1 ms).
 
-Knobs (exact at 0):
-  query.layers     func_substitute: k embeds with the first LAYERS[k-1] of the 6 layers
+Its knobs (declared by rag_dense on its `component.embed` op, exact at 0):
+  query.encoder    func_substitute: the first LAYERS[k-1] of the 6 layers embed the question
                    (the corpus stays embedded by all 6, so the spaces drift apart:
                    measured recall@1 0.69 -> 0.41 with 5 layers on the tuning articles)
   query.precision  precision_reduce: 1 runs the encoder in bfloat16
@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from types import SimpleNamespace
 
-from frontends.components.llm.knobs import Knob, Knobbed
+from approx_dialect.diagnostics import ApproxError
 from frontends.components.retrieval import MiniLMEncoder
 
 LAYERS = (5, 4)
@@ -49,22 +49,27 @@ class _Variant(MiniLMEncoder):
         self._model = _Float32Out(model.to(torch.bfloat16)) if self.bf16 else model
 
 
-class QueryEncoder(Knobbed):
-    """`embed(texts)` like MiniLMEncoder, with the knobs above."""
+class QueryEncoder:
+    """The question's encoder as a component provider (`component.embed`): the first
+    `layers` of all-MiniLM-L6-v2's 6, in `precision`; variants share the base model's
+    weights and tokenizer, and one table of built variants."""
 
-    def __init__(self, encoder: MiniLMEncoder, name: str = "query"):
-        self.encoder, self.name = encoder, name
-        self._variants: dict[tuple[int, bool], MiniLMEncoder] = {}  # shared by configured copies
-        self._knob_values = {}
+    def __init__(self, encoder: MiniLMEncoder, layers: int = 6, precision: str = "float32",
+                 variants: dict | None = None):
+        self.encoder, self.layers, self.precision = encoder, layers, precision
+        self.name = f"minilm_l{layers}"
+        self._variants = variants if variants is not None else {}
 
-    def knob_table(self) -> list[Knob]:
-        return [Knob("layers", "func_substitute", tuple(range(len(LAYERS) + 1)),
-                     "first " + " / ".join(map(str, LAYERS)) + " of the 6 layers embed the question"),
-                Knob("precision", "precision_reduce", (0, 1), "the encoder in bfloat16")]
+    def with_layers(self, layers: int) -> "QueryEncoder":
+        return QueryEncoder(self.encoder, layers, self.precision, self._variants)
 
-    def variant(self) -> MiniLMEncoder:
-        layers = LAYERS[self.knob("layers") - 1] if self.knob("layers") else 6
-        key = (layers, bool(self.knob("precision")))
+    def with_precision(self, precision: str) -> "QueryEncoder":
+        if precision not in ("float32", "bfloat16"):
+            raise ApproxError(f"the query encoder runs in float32 or bfloat16, not {precision}", where=self.name)
+        return QueryEncoder(self.encoder, self.layers, precision, self._variants)
+
+    def model(self) -> MiniLMEncoder:
+        key = (self.layers, self.precision == "bfloat16")
         if key == (6, False):
             return self.encoder
         if key not in self._variants:
@@ -72,4 +77,4 @@ class QueryEncoder(Knobbed):
         return self._variants[key]
 
     def embed(self, texts):
-        return self.variant().embed(texts)
+        return self.model().embed(texts)

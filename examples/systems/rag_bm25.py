@@ -1,13 +1,19 @@
 """RAG-BM25: preprocess the question, BM25 over all 2,067 SQuAD dev paragraphs,
 top-3 passages, answer with the extractive reader (pro, 6 layers; or fast, 3).
 
+One decorated program (`rag_program.rag_program`); its components are IR:
+`component.retrieve` (BM25, scoring and top-k in the JIT-compiled kernel of
+`frontends.components.retrieval.bm25`) and `component.generate` (the readers).
+
 Knobs (all exact at 0):
-  preprocess, bm25_terms, bm25_docs, bm25   the retriever (frontends.components.retrieval.bm25):
-              simplified preprocessing, term skipping, corpus subsetting, top-k
-  answer.*    the answer component: cascade fast -> pro, passages, sentences or characters per
-              passage, answer tokens, precision (bfloat16)
-  read        the answer step: variant per question (common.VARIANTS), decided by the
-              BM25 margin between the first and second hit (x100, as an i32)
+  bm25.top_k       param: 2 or 1 passages instead of 3
+  bm25.preprocess  param: 1 skips stemming, 2 also keeps stopwords (documents indexed alike)
+  bm25.terms       param: the scoring kernel's term skipping (loop_truncate k: the ceil(n/k) rarest terms)
+  bm25.docs        param: the scoring kernel's corpus subsetting (loop_perforate k: every k-th document)
+  answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
+                   context_chars, sentences, precision (bfloat16, float16)
+  read             the answer step: variant per question (rag_program), decided by the
+                   BM25 margin between the first and second hit (x100, as an i32)
 
 `system()` builds the Program once (the BM25 index, the readers, the JIT kernel).
 """
@@ -17,43 +23,34 @@ from __future__ import annotations
 import functools
 
 from examples import squad
-from examples.systems.common import TOP_K, VARIANTS, RagSystem, margin
-from frontends import DecisionTree, Knob
+from examples.systems.common import margin, readers
+from examples.systems.rag_program import TOP_K, RagSystem, answer_models, rag_program
 
 SCALE, MARGIN_UPPER = 100, 2000  # state = round(100 * margin); margins above 20 are all "sure"
+KERNEL_VALUES = (2, 3, 4, 8)  # loop_truncate / loop_perforate factors of the scoring kernel's loops
+
+# retrieval stage -> knobs acting on it alone
+STAGES = {"prepare": ["bm25.preprocess"], "run": ["bm25.terms", "bm25.docs"]}
 
 
 def bm25_margin(hits) -> int:
     return int(round(SCALE * margin(hits)))
 
 
-@Knob(decision_tree=DecisionTree(bm25_margin, [1], [400, 800], [0, 0, 0], "func_substitute", approx_kernels=VARIANTS,
-                                 thresholds_lower=[0], thresholds_upper=[MARGIN_UPPER]))
-def read(question, hits, passages, reader, fast):
-    """Answer from every retrieved passage with the configured reader."""
-    return reader(question, passages).text
-
-
-@Knob()
-def rag_bm25(question, search, read, corpus, reader, fast):
-    """Retrieve, gather the passages, answer (the built parts come in as arguments)."""
-    hits = search(question)
-    passages = [corpus[i] for i in hits.ids]
-    return read(question, hits, passages, reader, fast)
-
-
-# retrieval stage -> knobs acting on it alone
-STAGES = {"prepare": ["preprocess"], "run": ["bm25_terms", "bm25_docs"]}
-
-
 @functools.lru_cache(maxsize=2)
 def system(corpus: tuple[str, ...] | None = None) -> RagSystem:
     """The system over `corpus` (default: all SQuAD dev paragraphs), built once."""
+    from frontends.components.declare import Retrieve, Tune
     from frontends.components.retrieval import Bm25Retriever
 
-    corpus = corpus or squad.paragraphs()
-    retriever = Bm25Retriever(corpus, top_k=TOP_K, top_k_values=(2, 1))
-    return RagSystem("rag_bm25", rag_bm25, read, retriever, corpus, stage_knobs=STAGES)
+    corpus = tuple(corpus or squad.paragraphs())
+    retriever = Bm25Retriever(corpus, top_k=TOP_K)
+    bm25 = Retrieve("bm25", retriever, top_k=TOP_K,
+                    tune=[Tune.param("top_k", 2, 1), Tune.param("preprocess", 1, 2),
+                          Tune.param("terms", *KERNEL_VALUES), Tune.param("docs", *KERNEL_VALUES)])
+    answer, fast = answer_models(*readers())
+    program, _, _ = rag_program("rag_bm25", corpus, bm25, answer, fast, bm25_margin, [400, 800], MARGIN_UPPER)
+    return RagSystem("rag_bm25", program, corpus, retriever.build({}), bm25_margin, stage_knobs=STAGES)
 
 
 def __getattr__(name: str):

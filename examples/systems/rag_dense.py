@@ -2,15 +2,21 @@
 embeddings of all 2,067 SQuAD dev paragraphs (cached under .cache/approx), top-3
 passages, answer with the extractive reader (pro, 6 layers; or fast, 3).
 
+One decorated program (`rag_program.rag_program`); its components are IR:
+`component.embed` (the query encoder, query_encoder.py), `component.retrieve`
+(similarity and top-k in the JIT-compiled kernel of
+`frontends.components.retrieval.dense`) and `component.generate` (the readers).
+
 Knobs (all exact at 0):
-  query.layers, query.precision    the query encoder (query_encoder.py)
-  dense_dot, dense_dot#2, dense_docs, dense
-              the similarity kernel (frontends.components.retrieval.dense): dimensions,
-              precision of the dot product, document subsetting, top-k
-  answer.*    the answer component: cascade fast -> pro, passages, sentences or characters per
-              passage, answer tokens, precision (bfloat16)
-  read        the answer step: variant per question (common.VARIANTS), decided by the
-              cosine margin between the first and second hit (x1000, as an i32)
+  query.encoder, query.precision   the embed op: first 5 / 4 layers; bfloat16
+  dense.top_k      param: 2 or 1 passages instead of 3
+  dense.dims       param: the kernel's dimension loop (loop_truncate k: the first ceil(384/k))
+  dense.docs       param: the kernel's document subsetting (loop_perforate k: every k-th)
+  dense.precision  precision_reduce: the kernel's dot product in f32 or f16 (f64 exact)
+  answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
+                   context_chars, sentences, precision (bfloat16, float16)
+  read             the answer step: variant per question (rag_program), decided by the
+                   cosine margin between the first and second hit (x1000, as an i32)
 """
 
 from __future__ import annotations
@@ -18,53 +24,45 @@ from __future__ import annotations
 import functools
 
 from examples import squad
-from examples.systems.common import TOP_K, VARIANTS, RagSystem, margin
-from frontends import DecisionTree, Knob
+from examples.systems.common import margin, readers
+from examples.systems.rag_program import TOP_K, RagSystem, answer_models, rag_program
 
 SCALE, MARGIN_UPPER = 1000, 250  # state = round(1000 * margin); margins above 0.25 are all "sure"
+KERNEL_VALUES = (2, 3, 4, 8)  # loop_truncate / loop_perforate factors of the similarity kernel's loops
+LAYERS = (5, 4)  # the encoder's cheaper variants: first 5 / 4 layers
+
+# retrieval stage -> knobs acting on it alone
+STAGES = {"prepare": ["query.encoder", "query.precision"], "run": ["dense.dims", "dense.docs", "dense.precision"]}
 
 
 def dense_margin(hits) -> int:
     return int(round(SCALE * margin(hits)))
 
 
-@Knob(decision_tree=DecisionTree(dense_margin, [1], [40, 80], [0, 0, 0], "func_substitute", approx_kernels=VARIANTS,
-                                 thresholds_lower=[0], thresholds_upper=[MARGIN_UPPER]))
-def read(question, hits, passages, reader, fast):
-    """Answer from every retrieved passage with the configured reader."""
-    return reader(question, passages).text
-
-
-@Knob()
-def rag_dense(question, search, read, corpus, reader, fast):
-    """Retrieve, gather the passages, answer (the built parts come in as arguments)."""
-    hits = search(question)
-    passages = [corpus[i] for i in hits.ids]
-    return read(question, hits, passages, reader, fast)
-
-
-def _search(retriever, config: dict, query):
-    """The retriever's kernel built for `config`, embedding questions with `query`."""
-    search = retriever.build(config)
-    search.encoder = query
-    return search
-
-
-# retrieval stage -> knobs acting on it alone
-STAGES = {"prepare": ["query.layers", "query.precision"], "run": ["dense_dot", "dense_dot#2", "dense_docs"]}
-
-
 @functools.lru_cache(maxsize=2)
 def system(corpus: tuple[str, ...] | None = None) -> RagSystem:
     """The system over `corpus` (default: all SQuAD dev paragraphs), built once."""
     from examples.systems.query_encoder import QueryEncoder
+    from frontends import Knob
+    from frontends.components.declare import Embed, Retrieve, Tune
     from frontends.components.retrieval import DenseRetriever
 
-    corpus = corpus or squad.paragraphs()
-    retriever = DenseRetriever(corpus, top_k=TOP_K, top_k_values=(2, 1))
-    return RagSystem("rag_dense", rag_dense, read, retriever, corpus,
-                     make_search=functools.partial(_search, retriever), extra=[QueryEncoder(retriever.encoder)],
-                     stage_knobs=STAGES)
+    corpus = tuple(corpus or squad.paragraphs())
+    retriever = DenseRetriever(corpus, top_k=TOP_K)
+    encoder = QueryEncoder(retriever.encoder)
+    query = Embed("query", encoder, tune=[Tune.substitute("encoder", *[encoder.with_layers(n) for n in LAYERS]),
+                                          Tune.precision("bfloat16")])
+    dense = Retrieve("dense", retriever, top_k=TOP_K,
+                     tune=[Tune.param("top_k", 2, 1), Tune.param("dims", *KERNEL_VALUES),
+                           Tune.param("docs", *KERNEL_VALUES), Tune.precision("float32", "float16")])
+
+    @Knob()
+    def search(question):
+        return dense(query(question))
+
+    answer, fast = answer_models(*readers())
+    program, _, _ = rag_program("rag_dense", corpus, search, answer, fast, dense_margin, [40, 80], MARGIN_UPPER)
+    return RagSystem("rag_dense", program, corpus, retriever.build({}), dense_margin, stage_knobs=STAGES)
 
 
 def __getattr__(name: str):

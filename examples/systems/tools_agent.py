@@ -19,10 +19,20 @@ requests with three or more strings the reader rarely gets right either
 parameter 64 vs 61 of 106; one required 30 vs 17 of 49; two 8 vs 3 of 46;
 three or more 0 vs 0 of 7).
 
-`ToolsAgentProgram` is the autotuner's Program: the decorated function's knob
-plus the components' knobs (`tools.triage`, `answer.model`, `answer.precision`,
-`filler.reader`); `run_system` tunes it (static, dynamic) and evaluates the
-fronts on the held-out split."""
+The program (`agent_program`; its components are IR):
+
+    def tools_agent(query):
+        function = tools(query)                                   # component.tool_call
+        scores = reader((query.question, function), READER_GROUPS)  # component.generate
+        return fill_scored(query.question, function, scores_of(scores))
+
+Knobs (all exact at 0): `tools.router` (func_substitute: keyword IDF instead of
+MiniLM), `answer.model` (cascade fast -> pro on the reader's confidence),
+`answer.precision` (bfloat16), `answer.passages` (1: the reader is asked about
+string parameters only), `answer.skip` (task_skipping: no reader, cue words alone),
+and `tools_agent` (the decision above). `ToolsAgentProgram` is the autotuner's
+Program; `run_system` tunes it (static, dynamic) and evaluates the fronts on the
+held-out split."""
 
 from __future__ import annotations
 
@@ -32,7 +42,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from examples.systems.tools_components import ToolsAgent
 from examples.systems.tools_data import (
     CATEGORIES,
     ToolQuery,
@@ -48,80 +57,82 @@ from frontends.components.tools import load_bfcl
 
 LEVELS = (3, 6, 9)  # QoS-loss percentages of the results table
 STATE_UPPER = 60
+READER_GROUPS = (("string", "str_list"), ("int", "float", "num_list"))  # the reader op's contexts: strings first
 
 
-def string_load(query, agent) -> int:
-    """The decision's state: 10 x required + optional string parameters of the
-    keyword router's function (what the reader would be asked about)."""
-    cheap = agent.cheapest()
-    function = cheap.route(query)
+def string_load(function) -> int:
+    """10 x required + optional string parameters of `function` (what the reader would be asked about)."""
     kinds = [(p.kind, p.required) for p in params_of(function)]
     return min(STATE_UPPER, sum(10 if req else 1 for kind, req in kinds if kind in ("string", "str_list")))
 
 
-def cheap_tools_agent(query, agent):
-    """Decision 1: keyword routing and cue words alone (no model)."""
-    cheap = agent.cheapest()
-    function = cheap.route(query)
-    return cheap.fill(query, function)
+def agent_program(readers=None, encoder=None):
+    """(the decorated agent, the embedding router): the program of the module docstring."""
+    from examples.systems.tools_components import ItemTools, routers
+    from examples.systems.tools_fill import fill_scored
+    from examples.systems.tools_reader import THRESHOLDS, ArgumentReader, load_readers, scores_of
+    from frontends.components.declare import Generate, ToolCall, Tune
 
+    fast, pro = readers or load_readers()
+    embedding, keyword = routers(encoder)
+    item_tools = ItemTools()
+    route = [Tune.substitute("router", keyword)]
+    tools = ToolCall("tools", item_tools, embedding, tune=route)
+    keyword_tools = ToolCall("tools", item_tools, keyword, tune=route)
+    reader = Generate("answer", ArgumentReader(pro),
+                      tune=[Tune.cascade([ArgumentReader(fast)], THRESHOLDS), Tune.precision("bfloat16"),
+                            Tune.param("passages", 1), Tune.skip("skip")])
 
-@Knob(decision_tree=DecisionTree(string_load, [0, 1], [10, 30], [0, 0, 0], "func_substitute",
-                                 approx_kernels={1: cheap_tools_agent}, thresholds_lower=[0],
-                                 thresholds_upper=[STATE_UPPER]))
-def tools_agent(query, agent):
-    """Route the request to a function, fill its arguments, return the calls."""
-    function = agent.route(query)
-    calls = agent.fill(query, function)
-    return calls
+    def keyword_load(query) -> int:
+        """The decision's state: string_load of the keyword router's function (no model needed)."""
+        return string_load(item_tools.call(query, keyword))
+
+    def cheap_tools_agent(query):
+        """Decision 1: keyword routing and cue words alone (no model)."""
+        function = keyword_tools(query)
+        return fill_scored(query.question, function, {})
+
+    def tools_agent(query):
+        """Route the request to a function, fill its arguments, return the calls."""
+        function = tools(query)
+        scores = reader((query.question, function), READER_GROUPS)
+        return fill_scored(query.question, function, scores_of(scores))
+
+    tools_agent.__qualname__ = "tools_agent"
+    return Knob(decision_tree=DecisionTree(keyword_load, [0], [10, 30], [0, 0, 0], "func_substitute",
+                                           approx_kernels={1: cheap_tools_agent}, thresholds_lower=[0],
+                                           thresholds_upper=[STATE_UPPER]))(tools_agent), embedding
 
 
 class ToolsAgentProgram:
-    """The decorated agent and its components as one autotuner Program. `deadline`
-    (time.perf_counter()): building a non-exact configuration after it raises
-    `TimeUp`, which stops a search between trials (examples/systems/common.py)."""
+    """The decorated agent as the autotuner's Program. `deadline` (time.perf_counter()):
+    building a non-exact configuration after it raises `TimeUp`, which stops a search
+    between trials (examples/systems/common.py)."""
 
     name = "examples.systems.tools_agent:tools_agent"
 
-    def __init__(self, agent: ToolsAgent | None = None):
-        self.agent = agent or ToolsAgent()
-        self.agent.index_tools([query_of(i) for c in CATEGORIES for i in load_bfcl(c)])
+    def __init__(self, readers=None, encoder=None):
+        from examples.systems.tools_components import index_tools
+
+        self.agent, embedding = agent_program(readers, encoder)
+        index_tools(embedding, [query_of(i) for c in CATEGORIES for i in load_bfcl(c)])
         self.deadline: float | None = None
 
     def knobs(self):
-        return tools_agent.knobs() + self.agent.knobs()
-
-    def _split(self, config: dict) -> tuple[dict, dict]:
-        own = {k: v for k, v in config.items() if k == "tools_agent"}
-        return own, {k: v for k, v in config.items() if k != "tools_agent"}
+        return self.agent.knobs()
 
     def build(self, config: dict):
         from examples.systems.common import TimeUp, is_exact
 
         if self.deadline is not None and time.perf_counter() > self.deadline and not is_exact(config):
             raise TimeUp("tools agent: time budget spent")
-        own, rest = self._split(config or {})
-        return _Bound(tools_agent.build(own), self.agent.configure(rest))
+        return self.agent.build(dict(config or {}))
 
     def ir(self, after: bool = False, config: dict | None = None) -> str:
-        """The decorated function's IR, headed by the components' settings (Python objects)."""
-        own, rest = self._split(config or {})
-        head = ["// tools_agent: knobbed components (Python objects), as configured"]
-        head += [f"//   {s.name} ({s.transform_type}) = {rest.get(s.name, {'knob_val': 0})}" for s in self.agent.knobs()]
-        return "\n".join(head) + "\n" + tools_agent.ir(after=after, config=own or None)
+        return self.agent.ir(after=after, config=config)
 
     def exact(self):
         return self.build({s.name: {"knob_val": 0} for s in self.knobs()})
-
-
-class _Bound:
-    """`query -> calls` with one configuration."""
-
-    def __init__(self, fn, agent):
-        self.fn, self.agent = fn, agent
-
-    def __call__(self, query: ToolQuery) -> list[dict]:
-        return self.fn(query, self.agent)
 
 
 REPEATS = 1  # timed passes per tuning measurement: a pass over the requests takes seconds (CPU clock)

@@ -35,8 +35,19 @@ ALL_KINDS = NUMERIC + TEXT
 
 
 def fill(query: str, function: dict, reader=None, reader_kinds: tuple = ALL_KINDS) -> list[dict]:
-    """The calls of `function` for `query`. `reader` is a ReaderChoice (or None: the cue
-    prior alone), asked about the parameters of the kinds in `reader_kinds`."""
+    """The calls of `function` for `query`. `reader` (a scorer with `score(questions,
+    context, spans)`, or None: the cue prior alone) is asked about the parameters of
+    the kinds in `reader_kinds`."""
+    scored: dict[str, np.ndarray] = {}
+    if reader is not None:
+        names, questions, spans = reader_questions(query, function, reader_kinds)
+        if names:
+            scored = dict(zip(names, reader.score(questions, query, spans)))
+    return fill_scored(query, function, scored)
+
+
+def _candidates(query: str, function: dict):
+    """(analysis, parameters, function stems, numeric parameters, candidates, cue-prior scores)."""
     info = analyse(query)
     params = params_of(function)
     fstems = content_stems(function.get("name", "")) | content_stems(function.get("description", ""))
@@ -54,12 +65,26 @@ def fill(query: str, function: dict, reader=None, reader_kinds: tuple = ALL_KIND
         elif p.kind in TEXT:
             cand[p.name] = info.spans
             scores[p.name] = np.array([string_prior(info, p, sp, fstems) for sp in info.spans], dtype=float)
-    asked = [p for p in params if reader is not None and p.kind in reader_kinds and cand.get(p.name)]
-    if asked:
-        got = reader.score([p.question() for p in asked], query,
-                           [[(c.start, c.end) for c in cand[p.name]] for p in asked])
-        for p, r in zip(asked, got):
-            scores[p.name] = scores[p.name] + np.where(np.isfinite(r), r, -50.0) / READER_WEIGHT
+    return info, params, fstems, numeric, cand, scores
+
+
+def reader_questions(query: str, function: dict, kinds: tuple = ALL_KINDS):
+    """What the reader is asked, in one batch: (parameter names, their questions, the
+    character spans of each one's candidates), for parameters of `kinds` with candidates."""
+    _, params, _, _, cand, _ = _candidates(query, function)
+    asked = [p for p in params if p.kind in kinds and cand.get(p.name)]
+    return ([p.name for p in asked], [p.question() for p in asked],
+            [[(c.start, c.end) for c in cand[p.name]] for p in asked])
+
+
+def fill_scored(query: str, function: dict, reader_scores: dict[str, np.ndarray]) -> list[dict]:
+    """The calls, from the cue prior plus the reader's span log-probabilities of the
+    parameters in `reader_scores` (empty: the cue prior alone)."""
+    info, params, fstems, numeric, cand, scores = _candidates(query, function)
+    asked = [p for p in params if p.name in reader_scores]
+    for p in asked:
+        r = reader_scores[p.name]
+        scores[p.name] = scores[p.name] + np.where(np.isfinite(r), r, -50.0) / READER_WEIGHT
     values: dict[str, list] = {}
     used: list[tuple[int, int]] = []
     best_of: dict[str, int] = {}

@@ -8,25 +8,23 @@ and reads the reader's start/end log-probabilities at the candidate spans
 the request's tokens, so a value is the span the reader would answer,
 restricted to well-formed values (whole words, numbers).
 
-`ReaderChoice` is the answer-model component with the knob `model` (the
-`cascade` transformation, docs/cascade.md, over the ladder [fast, pro]):
-0 = pro alone (exact); k >= 1 = fast first, kept when its confidence (the
-smallest, over the call's parameters, probability of the best candidate among
-the candidates) is >= THRESHOLDS[k-1], else pro again; and `precision`
-(`precision_reduce`: 1 computes both readers in bfloat16, PRECISIONS[1])."""
+`ArgumentReader` is a reader as the provider of the agent's `component.generate`
+op; the op's knobs (tools_agent.py) are `answer.model` (a cascade from fast to pro:
+fast's scores are kept when its confidence, the smallest over the call's
+parameters of the probability of the best candidate, is >= THRESHOLDS[k-1]),
+`answer.precision` (bfloat16), `answer.passages` (1: string parameters only) and
+`answer.skip` (no reader: cue words alone)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.llm.base import PRECISIONS
-from frontends.components.llm.knobs import Knob, Knobbed
-from passes.transformations.cascade import decode
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 THRESHOLDS = (0.0, 0.3, 0.5, 0.7, 0.9)  # 0.0: the fast reader alone
@@ -96,38 +94,41 @@ def best_probability(scores: np.ndarray) -> float:
     return float(1.0 / p.sum())
 
 
-class ReaderChoice(Knobbed):
-    """Scores candidate values with the pro reader, or fast first (cascade knob)."""
+@dataclass(frozen=True)
+class SpanScores:
+    """A reader's answer for argument filling: the span log-probabilities of each
+    asked parameter's candidates, and the confidence a cascade tests (the smallest,
+    over the parameters, probability of the best candidate; 1 when nothing was asked)."""
 
-    def __init__(self, fast: SpanScorer, pro: SpanScorer, thresholds: Sequence[float] = THRESHOLDS,
-                 name: str = "answer"):
-        self.fast, self.pro, self.thresholds, self.name = fast, pro, tuple(thresholds), name
-        self._knob_values = {}
+    scores: dict
+    confidence: float
 
-    def knob_table(self) -> list[Knob]:
-        return [Knob("model", "cascade", tuple(range(len(self.thresholds) + 1)),
-                     "reader: 0 = pro; k = fast, escalating to pro below confidence " +
-                     "/".join(f"{t:g}" for t in self.thresholds)),
-                Knob("precision", "precision_reduce", (0, 1), "readers compute in float32 / bfloat16")]
 
-    def score(self, questions: Sequence[str], context: str, candidates: Sequence[Sequence[tuple[int, int]]]
-              ) -> list[np.ndarray]:
-        """Per question, the log-probabilities of its own candidate spans."""
-        plan = decode(self.knob("model"), 1, len(self.thresholds))
-        models = [self.pro] if plan is None else [self.fast, self.pro]
-        if self.knob("precision"):
-            models = [m.with_precision(PRECISIONS[self.knob("precision")]) for m in models]
-        union = sorted({sp for c in candidates for sp in c})
+class ArgumentReader:
+    """A scorer as the answer model of `component.generate(%request, %kinds)`: the
+    request is (question, function), the contexts are the groups of parameter kinds
+    to ask about (`passages = 1`: the first group only). Named like its scorer."""
+
+    def __init__(self, scorer: SpanScorer):
+        self.scorer, self.name = scorer, scorer.name.split("[")[0]
+
+    def with_precision(self, precision: str) -> "ArgumentReader":
+        return ArgumentReader(self.scorer.with_precision(precision))
+
+    def answer(self, request, kind_groups, max_new_tokens=None) -> SpanScores:
+        from examples.systems.tools_fill import reader_questions
+
+        question, function = request
+        kinds = tuple(k for group in kind_groups for k in group)
+        names, questions, spans = reader_questions(question, function, kinds)
+        if not names:
+            return SpanScores({}, 1.0)
+        union = sorted({sp for c in spans for sp in c})
         col = {sp: i for i, sp in enumerate(union)}
-        for i, model in enumerate(models):
-            table = model.score(questions, context, union)
-            per = [table[q, [col[sp] for sp in c]] for q, c in enumerate(candidates)]
-            if i == len(models) - 1:
-                break
-            conf = min((best_probability(p) for p in per if p.size > 1), default=1.0)
-            if conf >= self.thresholds[plan[1]]:
-                break
-        return per
+        table = self.scorer.score(questions, question, union)
+        per = [table[q, [col[sp] for sp in c]] for q, c in enumerate(spans)]
+        conf = min((best_probability(p) for p in per if p.size > 1), default=1.0)
+        return SpanScores(dict(zip(names, per)), conf)
 
 
 def load_readers() -> tuple[SpanScorer, SpanScorer]:
@@ -135,3 +136,8 @@ def load_readers() -> tuple[SpanScorer, SpanScorer]:
     the autotuner's CPU clock sees all of a request's work."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     return SpanScorer.load("fast"), SpanScorer.load("pro")
+
+
+def scores_of(answer: SpanScores | None) -> dict:
+    """The span scores of the reader op's answer; {} when the step was skipped (None)."""
+    return {} if answer is None else answer.scores

@@ -55,6 +55,7 @@ class Bm25Retriever:
         self.top_k = check_top_k(top_k)
         self.kernel = MlirProgram(bm25_module(k1, b, top_k_values, doc_transform), "bm25", f"<{name}>")
         self._indexes: dict[int, Bm25Index] = {}
+        self._searches: dict[tuple, Bm25Search] = {}
 
     def index(self, level: int = 0) -> Bm25Index:
         """The index of the corpus preprocessed at `level` (built on first use)."""
@@ -74,6 +75,20 @@ class Bm25Retriever:
             raise ApproxError(f"knob '{PREPROCESS}': setting {setting!r} must be {{\"knob_val\": k}} with k in "
                               f"{list(LEVELS)}", where="<config>")
         return Bm25Search(self.kernel.build(config), self.index(level), level, self.top_k)
+
+    def search(self, question: str, top_k: int, preprocess: int = 0, terms: int | None = None,
+               docs: int | None = None) -> Hits:
+        """`component.retrieve`'s entry: the top_k hits, the question preprocessed at
+        level `preprocess`, the scoring kernel run with `terms` / `docs` as the knob
+        values of `bm25_terms` / `bm25_docs` (None: exact)."""
+        key = (preprocess, terms, docs, top_k)
+        search = self._searches.get(key)
+        if search is None:
+            config = {PREPROCESS: {"knob_val": preprocess}}
+            config.update({name: {"knob_val": k} for name, k in (("bm25_terms", terms), ("bm25_docs", docs)) if k})
+            search = self._searches[key] = self.build(config)
+            search.top_k = check_top_k(top_k)
+        return search(question)
 
     def reference(self, question: str, level: int = 0) -> np.ndarray:
         """Exact BM25 scores of every document, by the plain numpy implementation."""

@@ -61,12 +61,30 @@ class DenseRetriever:
                               where=f"retrieval.{name}")
         self.embeddings = embeddings
         self.kernel = MlirProgram(dense_module(top_k_values, doc_transform), "dense", f"<{name}>")
+        self._kernels: dict[tuple, object] = {}
 
     def knobs(self) -> list[KnobSpec]:
         return self.kernel.knobs()
 
     def build(self, config: dict[str, dict] | None = None) -> DenseSearch:
         return DenseSearch(self.kernel.build(dict(config or {})), self.encoder, self.embeddings, self.top_k)
+
+    def search(self, query: np.ndarray, top_k: int, dims: int | None = None, docs: int | None = None,
+               precision: str | None = None) -> Hits:
+        """`component.retrieve`'s entry: the top_k hits of a query vector, the kernel run
+        with `dims` / `docs` as the knob values of `dense_dot` / `dense_docs` and
+        `precision` (float32, float16) as `dense_dot#2` (None: exact, f64)."""
+        key = (dims, docs, precision)
+        fn = self._kernels.get(key)
+        if fn is None:
+            kernel_precision = {None: 0, "float32": 1, "float16": 2}
+            if precision not in kernel_precision:
+                raise ApproxError(f"the similarity kernel computes in float32 or float16, not {precision}",
+                                  where=f"retrieval.{self.name}")
+            config = {name: {"knob_val": k} for name, k in (("dense_dot", dims), ("dense_docs", docs),
+                                                             ("dense_dot#2", kernel_precision[precision])) if k}
+            fn = self._kernels[key] = self.kernel.build(config)
+        return run_topk_kernel(fn, (np.ascontiguousarray(query, np.float32), self.embeddings), check_top_k(top_k))
 
     def reference(self, query: np.ndarray, dims: int = DIM) -> np.ndarray:
         """Exact similarity of a query vector to every document (numpy, f64), over

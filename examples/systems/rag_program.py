@@ -1,0 +1,157 @@
+"""A RAG system as one decorated program: its retrieval and answer models are
+components (`frontends.components.declare`), so the IR holds them as
+`component.retrieve` / `component.generate` ops whose attributes the knobs
+rewrite, and a configuration is one run of approx-opt's pipeline.
+
+The program (built by `rag_program`):
+
+    def rag(question):                      # the pipeline
+        hits = retrieve(question)           # component.retrieve
+        passages = [corpus[i] for i in hits.ids]
+        return read(question, hits, passages)
+
+    @Knob(decision_tree=ladder on state(hits), func_substitute)
+    def read(question, hits, passages):     # the answer step, one func of the same module
+        return answer(question, passages).text        # component.generate
+
+The answer step's variants (`func_substitute`, per question or static), lowered
+into the module too, so their component ops take the same knobs:
+  1 the answer model on the top passage only
+  2 the fast model on every retrieved passage
+  3 the fast model on the top passage only
+`RagSystem` adds what the tuning scripts need (exact answers, a time budget, the
+retrieval stages' share of the time, the decision's states)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from autotuner.program import exact_config
+from examples.systems.common import TimeUp, is_exact
+from frontends import DecisionTree, Knob
+from frontends.components.declare import Generate, Tune
+
+TOP_K = 3  # passages the exact program reads
+CASCADE_THRESHOLDS = (0.2, 0.1, 0.05)  # reader confidence (p_start * p_end) accepting the fast answer
+
+
+def answer_models(fast, pro) -> tuple[Generate, Generate]:
+    """The answer component (pro; a cascade from fast when `answer.model` > 0) and its
+    fast twin for the fast variants: one label, so they share every knob (the cascade
+    leaves the twin's op alone: it already calls the cheaper model). Values of every
+    knob run from the least to the most approximate."""
+    tune = [Tune.cascade([fast], CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 16, 8),
+            Tune.param("passages", 2, 1), Tune.param("context_chars", 800, 500), Tune.param("sentences", 3, 2),
+            Tune.precision("bfloat16", "float16")]
+    return Generate("answer", pro, tune=tune), Generate("answer", fast, tune=tune)
+
+
+def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,
+                state: Callable, thresholds: Sequence[int], upper: int):
+    """The decorated pipeline (see the module docstring); `state(hits) -> int` is the
+    answer step's decision state, `thresholds` its ladder."""
+
+    def read_top(question, hits, passages):
+        return answer(question, passages[:1]).text
+
+    def read_fast(question, hits, passages):
+        return fast(question, passages).text
+
+    def read_fast_top(question, hits, passages):
+        return fast(question, passages[:1]).text
+
+    variants = {1: read_top, 2: read_fast, 3: read_fast_top}
+
+    @Knob(decision_tree=DecisionTree(state, [1], list(thresholds), [0] * (len(thresholds) + 1), "func_substitute",
+                                     approx_kernels=variants, thresholds_lower=[0], thresholds_upper=[upper]))
+    def read(question, hits, passages):
+        """Answer from every retrieved passage."""
+        return answer(question, passages).text
+
+    def rag(question):
+        """Retrieve, gather the passages, answer."""
+        hits = retrieve(question)
+        passages = [corpus[i] for i in hits.ids]
+        return read(question, hits, passages)
+
+    rag.__name__ = rag.__qualname__ = name
+    return Knob()(rag), read, variants
+
+
+class RagRun:
+    """One configuration: `run(question) -> answer text`."""
+
+    def __init__(self, fn, record: dict | None = None):
+        self.fn, self.record = fn, record
+
+    def __call__(self, question: str) -> str:
+        text = self.fn(question)
+        if self.record is not None:
+            self.record[question] = text
+        return text
+
+
+class RagSystem:
+    """The autotuner's Program for one RAG system: `program`'s knobs and builds,
+    plus its `corpus`, `search` (the exact retrieval, with `prepare` / `run` stages),
+    `state` (the answer step's decision state of a retrieval's hits) and the knobs
+    acting on each retrieval stage alone (`stage_knobs`)."""
+
+    def __init__(self, name: str, program, corpus: Sequence[str], search, state: Callable,
+                 stage_knobs: dict[str, Sequence[str]] | None = None):
+        self.name, self.program, self.search, self.state = name, program, search, state
+        self.corpus = tuple(corpus)
+        self.stage_knobs = {k: tuple(v) for k, v in (stage_knobs or {}).items()}
+        self.exact_answers: dict[str, str] = {}  # answers of the exact configuration, as it runs
+        self.deadline: float | None = None  # time.perf_counter() after which building a new configuration stops
+        self._lock = threading.Lock()
+
+    def knobs(self):
+        return self.program.knobs()
+
+    def build(self, config: dict | None = None) -> RagRun:
+        exact = is_exact(config)
+        if self.deadline is not None and not exact and time.perf_counter() > self.deadline:
+            raise TimeUp(f"{self.name}: time budget spent")
+        with self._lock:
+            fn = self.program.build(dict(config or {}))
+        return RagRun(fn, self.exact_answers if exact else None)
+
+    def exact(self) -> RagRun:
+        return self.build(exact_config(self))
+
+    def ir(self, after: bool = False, config: dict | None = None) -> str:
+        """The program's IR: annotated, or after the pipeline with `config`."""
+        return self.program.ir(after=after, config=config)
+
+    def profile(self, questions: Sequence[str]) -> dict[str, float]:
+        """Share of the exact program's time in each retrieval stage: `prepare`
+        (preprocessing / query embedding) and `run` (the scoring kernel), thread CPU time."""
+        run = self.exact()
+        spent = {"prepare": 0.0, "run": 0.0, "total": 0.0}
+        for q in questions:
+            run(q)  # warm
+            t0 = time.thread_time()
+            prepared = self.search.prepare(q)
+            t1 = time.thread_time()
+            self.search.run(prepared)
+            t2 = time.thread_time()
+            run(q)
+            t3 = time.thread_time()
+            spent["prepare"] += t1 - t0
+            spent["run"] += t2 - t1
+            spent["total"] += t3 - t2
+        return {k: v / spent["total"] for k, v in spent.items() if k != "total"}
+
+    def negligible_knobs(self, questions: Sequence[str], share: float = 0.02) -> dict[str, float]:
+        """Knobs of retrieval stages taking less than `share` of the exact program's time
+        (removing such a stage entirely would give at most 1 / (1 - share)), with the
+        stage's measured share; the top-k knob is not among them (it changes what is read)."""
+        shares = self.profile(questions)
+        return {k: shares[stage] for stage, knobs in self.stage_knobs.items() if shares[stage] < share for k in knobs}
+
+    def states(self, questions: Sequence[str]) -> list[int]:
+        """The decision's state (scaled retrieval margin) of each question, retrieval exact."""
+        return [self.state(self.search(q)) for q in questions]

@@ -1,0 +1,141 @@
+"""What runs a component op: the Python generated from transformed IR calls
+`R.run(op name, settings, *operands)`, where `settings` are the op's attributes
+(symbols as registry names, float types as torch precision names) and `R` holds the
+component registry (symbol -> provider). One implementation per op, so what an
+attribute means is decided here and nowhere else:
+
+- generate: the contexts are cut (`sentences`, then `passages` and `context_chars`,
+  `frontends.components.llm.base`), the model computes in `precision`
+  (`with_precision`), `model.answer(question, contexts, max_new_tokens)`;
+- embed: `encoder.embed([text])[0]` in `precision`, the first `dims`
+  dimensions renormalised;
+- retrieve: `retriever.search(query, top_k, **the op's other attributes)`
+  (preprocess, terms, docs, dims, precision: those the retriever has);
+- tool_call: `tools.call(request, router)` with the router's provider;
+- confidence: the answer's confidence (an error when the model gives none);
+- `cache = n` on any op: results are kept for the last n distinct inputs.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, SymbolRefAttr
+from xdsl.ir import Attribute
+
+from approx_dialect.component import PRECISION_TYPES
+from approx_dialect.diagnostics import ApproxError
+
+
+class ComponentRuntime:
+    """The registry of one program's providers, and the op implementations."""
+
+    def __init__(self, registry: dict[str, Any]):
+        self.registry = dict(registry)
+        self._caches: dict[tuple, OrderedDict] = {}
+
+    @staticmethod
+    def settings(properties: dict[str, Attribute]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in properties.items():
+            if isinstance(v, SymbolRefAttr):
+                out[k] = v.root_reference.data
+            elif isinstance(v, IntegerAttr):
+                out[k] = int(v.value.data)
+            elif isinstance(v, StringAttr):
+                out[k] = v.data
+            elif type(v) in PRECISION_TYPES:
+                out[k] = PRECISION_TYPES[type(v)]
+            else:
+                raise ApproxError(f"component attribute {k} = {v} has no runtime meaning")
+        return out
+
+    def provider(self, name: str, op: str):
+        try:
+            return self.registry[name]
+        except KeyError:
+            known = ", ".join(sorted(self.registry)) or "none"
+            raise ApproxError(f"{op}: component @{name} is not in the registry (registered: {known})",
+                              where="<components>") from None
+
+    def run(self, op: str, settings: dict[str, Any], *args):
+        size = settings.get("cache")
+        if not size:
+            return self._run(op, settings, args)
+        key = _hashable(args)
+        if key is None:
+            return self._run(op, settings, args)
+        table = self._caches.setdefault((op, tuple(sorted(settings.items()))), OrderedDict())
+        if key in table:
+            table.move_to_end(key)
+            return table[key]
+        result = table[key] = self._run(op, settings, args)
+        while len(table) > size:
+            table.popitem(last=False)
+        return result
+
+    def _run(self, op: str, s: dict[str, Any], args: tuple):
+        if op == "component.generate":
+            return self.generate(s, *args)
+        if op == "component.embed":
+            return self.embed(s, *args)
+        if op == "component.retrieve":
+            return self.retrieve(s, *args)
+        if op == "component.tool_call":
+            return self.tool_call(s, *args)
+        raise ApproxError(f"no runtime for '{op}'", where="<components>")
+
+    def generate(self, s: dict[str, Any], question, contexts):
+        from frontends.components.llm.base import limit_contexts, select_sentences
+
+        model = self.provider(s["model"], "component.generate")
+        if s.get("precision"):
+            model = model.with_precision(s["precision"])
+        if s.get("sentences"):
+            contexts = select_sentences(question, contexts, s["sentences"])
+        if s.get("passages") or s.get("context_chars"):
+            contexts = limit_contexts(contexts, s.get("passages"), s.get("context_chars"))
+        return model.answer(question, contexts, s.get("max_new_tokens"))
+
+    def embed(self, s: dict[str, Any], text):
+        encoder = self.provider(s["encoder"], "component.embed")
+        if s.get("precision"):
+            encoder = encoder.with_precision(s["precision"])
+        v = np.asarray(encoder.embed([text])[0])
+        if s.get("dims"):
+            v = v[: s["dims"]]
+            v = v / max(float(np.linalg.norm(v)), 1e-12)
+        return v
+
+    def retrieve(self, s: dict[str, Any], query):
+        retriever = self.provider(s["retriever"], "component.retrieve")
+        extra = {k: s[k] for k in ("preprocess", "terms", "docs", "dims", "precision") if k in s}
+        return retriever.search(query, s["top_k"], **extra)
+
+    def tool_call(self, s: dict[str, Any], request):
+        tools = self.provider(s["tools"], "component.tool_call")
+        return tools.call(request, self.provider(s["router"], "component.tool_call"))
+
+    @staticmethod
+    def confidence(answer) -> float:
+        c = getattr(answer, "confidence", None)
+        if c is None:
+            raise ApproxError(f"cascade: the answer of '{getattr(answer, 'model', '?')}' gives no confidence "
+                              "to compare with the threshold", where="<components>")
+        return float(c)
+
+
+def _hashable(args: tuple):
+    """A cache key for `args` (lists as tuples), or None when they cannot be one."""
+    def key(x):
+        if isinstance(x, list | tuple):
+            return tuple(key(v) for v in x)
+        hash(x)
+        return x
+
+    try:
+        return key(args)
+    except TypeError:
+        return None

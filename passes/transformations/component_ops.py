@@ -1,0 +1,146 @@
+"""The approx transformations on component ops (`approx_dialect.component`).
+
+Each `approx.util.annotation.component` knob rewrites the attribute `parameter`
+of every op labelled `component` in the module, with the meaning its
+transform_type has elsewhere (knob 0 changes nothing: exact):
+- `param`: parameter = values[k-1] (top-k, max new tokens, passages, sentences,
+  characters, dimensions, preprocessing level);
+- `func_substitute`: the provider (model, encoder, retriever, tools, router)
+  becomes the cheaper values[k-1];
+- `precision_reduce`: precision = values[k-1] (bf16, f16);
+- `memoize`: cache = values[k-1] (the call's results are kept for that many inputs);
+- `task_skipping`: k = 1 drops the op; its result is None (`pyobj.const unit`),
+  which the program reads as "step skipped" (the parameter only names the knob);
+- `cascade` (parameter `model`): k in 1..V*T starts at the cheaper model
+  values[(k-1) // T], keeps its answer when `component.confidence` >=
+  thresholds[(k-1) % T], else asks the next one, ending at the op itself (an
+  `scf.if` chain: the escalation is in the IR); an op that already calls one of
+  the cheaper models is left as it is.
+A `decided` knob is set per input instead: each case of its function's decision
+tree (same transform_type) rewrites the component ops of its own copy of the body.
+The annotations are erased once applied.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, UnitAttr, f64
+from xdsl.ir import Block, Operation, Region
+
+from approx_dialect import TransformOp, symbol_name
+from approx_dialect.component import AnnotationComponentOp, ComponentOp, ConfidenceOp, GenerateOp
+from approx_dialect.diagnostics import ApproxError
+from approx_dialect.pyobj import ConstOp
+from passes.ir_utils import parent_func
+
+
+def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
+    """The ops the knob rewrites; an error when the parameter is not theirs."""
+    label, parameter = ann.component.data, ann.parameter.data
+    ops = [op for op in module.walk() if isinstance(op, ComponentOp) and op.component.data == label]
+    if not ops:
+        raise ApproxError(f"knob '{ann.knob_name()}': no component op labelled '{label}' in the module", ann)
+    for op in ops:
+        defs = op.get_irdl_definition().properties
+        if ann.transform_type.data == "task_skipping":
+            continue  # drops the whole op: the parameter only names the knob
+        if parameter not in defs or parameter == "component":
+            names = ", ".join(n for n in defs if n != "component")
+            raise ApproxError(f"knob '{ann.knob_name()}': {op.name} has no parameter '{parameter}' "
+                              f"(it has {names})", ann)
+        if ann.transform_type.data == "cascade" and not isinstance(op, GenerateOp):
+            raise ApproxError(f"knob '{ann.knob_name()}': cascade applies to component.generate, not {op.name}", ann)
+    return ops
+
+
+def _skip(op: ComponentOp) -> None:
+    none = ConstOp(UnitAttr())
+    none.location = op.location
+    op.parent_block().insert_op_before(none, op)
+    for r in op.results:
+        r.replace_all_uses_with(none.result)
+    op.detach()
+    op.erase()
+
+
+def _cascade(op: GenerateOp, models: list, start: int, threshold: float) -> None:
+    """op -> ask models[start], keep it when confident, else the next ... else op."""
+    block = op.parent_block()
+    answer = op.answer
+
+    def chain(j: int) -> tuple[list[Operation], object]:
+        if j == len(models):
+            exact = op.clone()
+            return [exact], exact.answer
+        cheap = op.clone()
+        cheap.properties["model"] = models[j]
+        conf = ConfidenceOp(cheap.answer)
+        limit = arith.ConstantOp(FloatAttr(threshold, f64))
+        ok = arith.CmpfOp(conf.confidence, limit.result, "oge")
+        keep = Block()
+        keep.add_op(scf.YieldOp(cheap.answer))
+        ops, value = chain(j + 1)
+        escalate = Block()
+        escalate.add_ops([*ops, scf.YieldOp(value)])
+        branch = scf.IfOp(ok.result, [answer.type], Region(keep), Region(escalate))
+        return [cheap, conf, limit, ok, branch], branch.results[0]
+
+    ops, value = chain(start)
+    for new in ops:
+        block.insert_op_before(new, op)
+    answer.replace_all_uses_with(value)
+    op.detach()
+    op.erase()
+
+
+def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, region=None) -> None:
+    """Rewrite the ops of `ann` (those in `region` only, when given) at knob value k
+    (default: the annotation's)."""
+    k = ann.knob_val.value.data if k is None else k
+    ttype = ann.transform_type.data
+    ops = targets(module, ann)
+    if region is not None:
+        ops = [op for op in ops if region.is_ancestor(op)]
+    if k == 0:
+        return
+    values = list(ann.values.data)
+    for op in ops:
+        if ttype == "task_skipping":
+            _skip(op)
+        elif ttype == "cascade":
+            if op.properties["model"] in values:
+                continue  # already a cheaper model: nothing to escalate from
+            t = len(ann.thresholds.data)
+            _cascade(op, values, (k - 1) // t, ann.thresholds.data[(k - 1) % t].value.data)
+        else:
+            op.properties[ann.parameter.data] = values[k - 1]
+
+
+def decided_by(transform: TransformOp) -> list[AnnotationComponentOp]:
+    """The decided component knobs that `transform` (one case of a decision tree) sets:
+    those of its function with its transform_type."""
+    func, module = parent_func(transform), transform.get_toplevel_object()
+    if func is None or not isinstance(module, ModuleOp):
+        return []
+    return [op for op in module.ops if isinstance(op, AnnotationComponentOp) and op.decided is not None
+            and symbol_name(op.func_name.data) == func.sym_name.data
+            and op.transform_type.data == transform.transform_type.data]
+
+
+def apply_decided(transform: TransformOp, anns: list[AnnotationComponentOp]) -> None:
+    """One case of a decision: its knob value on the component ops of its own region."""
+    region, k = transform.parent_region(), transform.knob_val.value.data
+    for ann in anns:
+        if k not in ann.knob_values():
+            raise ApproxError(f"knob '{ann.knob_name()}': the decision chose {k}, outside "
+                              f"0..{max(ann.knob_values())}", transform)
+        apply(transform.get_toplevel_object(), ann, k, region)
+
+
+def apply_all(module: ModuleOp) -> None:
+    """Apply (static ones) and erase every component knob of `module`."""
+    for ann in [op for op in module.ops if isinstance(op, AnnotationComponentOp)]:
+        if ann.decided is None:
+            apply(module, ann)
+        ann.detach()
+        ann.erase()
