@@ -20,10 +20,10 @@ from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Token
+from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-from approx_dialect import Approx, upstream_import
+from approx_dialect import Approx, scf_syntax, upstream_import
 from approx_dialect.pyobj import PyObj
 from approx_dialect.symbols import frozen_symbols
 from approx_dialect.diagnostics import ApproxError
@@ -75,6 +75,9 @@ def _lex_utf8_string_literal(self, start_pos):
 MLIRLexer._lex_string_literal = _lex_utf8_string_literal
 
 
+scf_syntax.install()
+
+
 def make_context() -> Context:
     ctx = Context()
     for dialect in _DIALECTS:
@@ -93,6 +96,26 @@ class LocatingParser(Parser):
         self._line_offset = line_offset
         self._file = StringAttr(name)
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._first_forward_use: dict[str, Span] = {}
+
+    def resolve_operand(self, operand, type):
+        if operand.operand_name not in self.ssa_values:
+            self._first_forward_use.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True):
+        """As xDSL's, but a value that is never defined is reported where it is first
+        used (xDSL reports all of them at the end of the input)."""
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError:
+            if not self.forward_ssa_references:
+                raise
+            uses = [self._first_forward_use[n] for n in self.forward_ssa_references if n in self._first_forward_use]
+            if not uses:
+                raise
+            first = min(uses, key=lambda span: span.start)
+            raise ParseError(first, f"use of undefined value '{first.text}'") from None
 
     def parse_operation(self) -> Operation:
         first = self._current_token.span

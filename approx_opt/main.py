@@ -9,7 +9,7 @@ import argparse
 import sys
 import warnings
 
-from approx_dialect.diagnostics import ApproxError
+from approx_dialect.diagnostics import ApproxError, ApproxWarning
 from approx_opt.config import knob_specs, load_config
 from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME, description, summary
 
@@ -115,7 +115,10 @@ def write_output(path: str, text: str) -> None:
 
 def one_line_warning(message, category, filename, lineno, line=None) -> str:
     """Warnings (Python's own, e.g. a SyntaxWarning in a --from-python module) as one
-    `FILE:LINE: warning: ...` line each, in the style of the error line."""
+    `FILE:LINE: warning: ...` line each, in the style of the error line; warnings
+    about the IR (ApproxWarning) are their own line already."""
+    if issubclass(category, ApproxWarning):
+        return f"{message}\n"
     return f"{filename}:{lineno}: warning: {category.__name__}: {(str(message).strip().splitlines() or [''])[0]}\n"
 
 
