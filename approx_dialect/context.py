@@ -78,8 +78,10 @@ MLIRLexer._lex_string_literal = _lex_utf8_string_literal
 scf_syntax.install()
 
 
-def make_context() -> Context:
-    ctx = Context()
+def make_context(allow_unregistered: bool = False) -> Context:
+    """`allow_unregistered`: ops of unknown dialects parse as unregistered ops (mlir-opt's
+    --allow-unregistered-dialect)."""
+    ctx = Context(allow_unregistered=allow_unregistered)
     for dialect in _DIALECTS:
         ctx.load_dialect(dialect)
     return ctx
@@ -105,7 +107,10 @@ class LocatingParser(Parser):
 
     def parse_module(self, allow_implicit_module: bool = True):
         """As xDSL's, but a value that is never defined is reported where it is first
-        used (xDSL reports all of them at the end of the input)."""
+        used (xDSL reports all of them at the end of the input). An input with no
+        ops (empty, or comments only) is an empty module, as in mlir-opt."""
+        if self._current_token.kind == MLIRTokenKind.EOF:
+            return ModuleOp([])
         try:
             return super().parse_module(allow_implicit_module)
         except ParseError:
