@@ -23,7 +23,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-from approx_dialect import Approx, scf_syntax, upstream_import
+from approx_dialect import Approx, nesting, scf_syntax, upstream_import
 from approx_dialect.pyobj import PyObj
 from approx_dialect.symbols import frozen_symbols
 from approx_dialect.diagnostics import ApproxError
@@ -143,6 +143,7 @@ class LocatingParser(Parser):
         return op
 
 
+@nesting.deep_retry
 def parse_module(
     text: str, filename: str = "<stdin>", ctx: Context | None = None, line_offset: int = 0
 ) -> ModuleOp:
@@ -152,6 +153,8 @@ def parse_module(
     builds the same module several times faster; whatever it declines, and every
     input that turns out invalid, goes through xDSL's parser, so results, messages
     and locations are xDSL's."""
+    if nesting.in_deep_mode():
+        nesting.check_nesting(text, filename, line_offset)
     ctx = ctx or make_context()
     if upstream_import.worth_trying(text):
         module = upstream_import.import_module(text, filename, line_offset, ctx)
@@ -178,7 +181,7 @@ def parse_module(
 
 
 def move_inherent_attributes_to_properties(module: ModuleOp) -> None:
-    for op in module.walk():
+    for op in nesting.walk(module):
         if not isinstance(op, IRDLOperation) or not op.attributes:
             continue
         prop_names = op.get_irdl_definition().properties
@@ -186,25 +189,22 @@ def move_inherent_attributes_to_properties(module: ModuleOp) -> None:
             op.properties[name] = op.attributes.pop(name)
 
 
+@nesting.deep_retry
 def verify_module(module: ModuleOp) -> None:
     """Verify every op, innermost first; the first failure becomes an ApproxError
     pointing at the op that failed."""
     with frozen_symbols(module):
-        for op in _post_order(module):
+        for op in nesting.post_order(module):
             try:
                 op.verify(verify_nested_ops=False)
             except VerifyException as err:
                 raise ApproxError(f"'{op.name}' op {_first_line(err)}", op) from None
+            except RecursionError:
+                raise
             except Exception as err:  # xDSL raises a few non-VerifyException errors
                 raise ApproxError(f"'{op.name}' op does not verify: {_first_line(err)}", op) from None
 
 
-def _post_order(op: Operation):
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.ops:
-                yield from _post_order(child)
-    yield op
 
 
 def _first_line(err: Exception) -> str:
@@ -212,6 +212,7 @@ def _first_line(err: Exception) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+@nesting.deep_retry
 def print_module(module: Operation, generic: bool = False, props_as_attrs: bool = False) -> str:
     out = io.StringIO()
     Printer(

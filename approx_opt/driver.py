@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from approx_dialect.context import make_context, parse_module, print_module, verify_module
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.nesting import deep_retry
 from approx_opt.config import apply_config
 from approx_opt.pipeline import build_pipeline
 
@@ -23,7 +24,7 @@ def apply_passes(module: ModuleOp, spec: str, verify_each: bool = False, ctx: Co
     for pass_ in build_pipeline(spec):
         try:
             pass_.apply(ctx, module)
-        except ApproxError:
+        except (ApproxError, RecursionError):  # deep input: run_pipeline retries with room for it
             raise
         except Exception as err:  # a bug in a pass: still one line for the user
             raise ApproxError(
@@ -44,6 +45,7 @@ def _verify_after(module: ModuleOp, what: str) -> None:
         raise ApproxError(f"after {what}: {err.message}", where=err.where) from None
 
 
+@deep_retry
 def run_pipeline(
     text: str,
     spec: str,
