@@ -79,7 +79,13 @@ def list_knobs(text: str, name: str) -> str:
 
 def read_input(path: str) -> tuple[str, str]:
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        raw = getattr(sys.stdin, "buffer", None)  # bytes, so that invalid UTF-8 is rejected as from a file
+        if raw is None:
+            return sys.stdin.read(), "<stdin>"
+        try:
+            return raw.read().decode("utf-8"), "<stdin>"
+        except UnicodeDecodeError:
+            raise ApproxError("input is not UTF-8 text", where="<stdin>") from None
     try:
         with open(path, encoding="utf-8") as f:
             return f.read(), path

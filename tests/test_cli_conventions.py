@@ -123,3 +123,26 @@ def test_unregistered_dialects_and_generic_passes(capsys, monkeypatch):
 def test_an_empty_file_is_an_empty_module(capsys, monkeypatch, text):
     code, out, _ = run(capsys, "-", "-p", "approx-pipeline", stdin=text, monkeypatch=monkeypatch)
     assert code == 0 and out == "builtin.module {\n}\n"
+
+
+def test_a_float_too_large_for_f64_is_an_error(capsys, monkeypatch):
+    text = "func.func @f() -> f64 {\n  %c = arith.constant 1.0e400 : f64\n  return %c : f64\n}\n"
+    code, _, err = run(capsys, "-", stdin=text, monkeypatch=monkeypatch)
+    assert code == 1 and err == "<stdin>:2:23: error: floating point value 1.0e400 is too large for any float type\n"
+    code, out, _ = run(capsys, "-", stdin=text.replace("1.0e400", "-1.5e308"), monkeypatch=monkeypatch)
+    assert code == 0 and "-1.500000e+308" in out
+
+
+def test_invalid_utf8_gets_the_same_answer_from_stdin_and_from_a_file(tmp_path):
+    import subprocess
+    import sys
+
+    data = b"func.func @f() {\n  return\n}\n// \xff\xfe\n"
+    src = tmp_path / "bad.mlir"
+    src.write_bytes(data)
+    cmd = [sys.executable, "-m", "approx_opt.main"]
+    from_file = subprocess.run([*cmd, str(src)], capture_output=True, timeout=60)
+    from_stdin = subprocess.run([*cmd, "-"], input=data, capture_output=True, timeout=60)
+    assert from_file.returncode == from_stdin.returncode == 1
+    assert from_file.stderr.decode() == f"{src}: error: input is not UTF-8 text\n"
+    assert from_stdin.stderr.decode() == "<stdin>: error: input is not UTF-8 text\n"
