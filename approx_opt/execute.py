@@ -59,6 +59,20 @@ def _boolean(x):
     raise TypeError
 
 
+def _integer(bits: int):
+    """Coercion to a signed integer of `bits`: ctypes would wrap a wider one silently."""
+    lo, hi = -(1 << (bits - 1)), 1 << (bits - 1)
+
+    def coerce(x) -> int:
+        v = operator.index(x)
+        if not lo <= v < hi:
+            raise OverflowError(f"{v} does not fit in {bits} bits")
+        return v
+
+    coerce.bounds = (lo, hi)
+    return coerce
+
+
 def _f16_bits(x) -> int:
     return int(np.array(float(x), np.float16).view(np.uint16))
 
@@ -70,11 +84,11 @@ def _f16_value(bits: int) -> float:
 # MLIR scalar type -> (ctypes type at the C interface, coercion, result conversion)
 _SCALARS: dict[str, tuple[Any, Callable, Callable | None]] = {
     "i1": (ctypes.c_bool, _boolean, None),
-    "i8": (ctypes.c_int8, operator.index, None),
-    "i16": (ctypes.c_int16, operator.index, None),
-    "i32": (ctypes.c_int32, operator.index, None),
-    "i64": (ctypes.c_int64, operator.index, None),
-    "index": (ctypes.c_int64, operator.index, None),
+    "i8": (ctypes.c_int8, _integer(8), None),
+    "i16": (ctypes.c_int16, _integer(16), None),
+    "i32": (ctypes.c_int32, _integer(32), None),
+    "i64": (ctypes.c_int64, _integer(64), None),
+    "index": (ctypes.c_int64, _integer(64), None),
     "f32": (ctypes.c_float, float, None),
     "f64": (ctypes.c_double, float, None),
     "f16": (ctypes.c_uint16, _f16_bits, _f16_value),  # no ctypes half: passed as bits, packed
@@ -257,19 +271,27 @@ def _make_callable(name: str, ins: list, outs: list, ee, addr: int) -> Callable:
             if c is not None:
                 try:
                     args[i] = c(args[i])
-                except (TypeError, ValueError, OverflowError):
+                except OverflowError:
+                    raise ApproxError(f"@{name} argument {i}: {args[i]!r} does not fit in {ins[i]}"[:200]) from None
+                except (TypeError, ValueError):
                     raise ApproxError(f"@{name} argument {i}: expected {ins[i]}, got "
                                       f"{type(args[i]).__name__} {args[i]!r}"[:200]) from None
         return args
 
-    if not memrefs and not sret and not packed:  # the common scalar case: no per-call Python work
+    # Python ints ctypes would wrap: checked on every call (a range test per integer argument)
+    int_bounds = [(i, *c.bounds) for i, c in enumerate(coerce) if hasattr(c, "bounds")]
+
+    if not memrefs and not sret and not packed:  # the common scalar case: little per-call Python work
         def call(*args):
             if len(args) != n:
                 raise bad_count(args)
             try:
+                for i, lo, hi in int_bounds:
+                    if not lo <= args[i] < hi:
+                        raise OverflowError
                 return cfn(*args)
-            except (ctypes.ArgumentError, TypeError):
-                return cfn(*coerced(list(args)))
+            except (ctypes.ArgumentError, TypeError, OverflowError):
+                return cfn(*coerced(list(args)))  # converts, or raises the one-line error
     else:
         out_conv = [k.to_numpy if isinstance(k, _MemRef) else _SCALARS[k][2] for k in outs]
         single = len(outs) == 1
