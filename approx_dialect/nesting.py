@@ -14,9 +14,12 @@ import re
 import sys
 import threading
 
+from xdsl.traits import IsolatedFromAbove
+from xdsl.utils.exceptions import VerifyException
+
 from approx_dialect.diagnostics import ApproxError
 
-MAX_NESTING = 4096  # levels of brackets ({ ( [) an input may nest
+MAX_NESTING = 2048  # levels of brackets ({ ( [) an input may nest: 1,000 levels of generic-form regions `({`
 _STACK_BYTES = 1 << 30  # virtual; only the pages used are touched
 _RECURSION_LIMIT = 100 * MAX_NESTING + 10_000
 
@@ -52,6 +55,30 @@ def post_order(op) -> list:
         children = [child for region in cur.regions for block in region.blocks for child in block.ops]
         stack.extend((child, False) for child in reversed(children))
     return out
+
+
+def _verify_isolated_from_above(self, op) -> None:
+    """xDSL's IsolatedFromAbove check, linear in the size of `op`: xDSL walks up from
+    every operand's owner to `op` (quadratic in the depth). As there, ops nested in
+    another isolated op are left to that op's own check."""
+    inside: set[int] = set()
+    checked = []
+    stack = [b for region in op.regions for b in region.blocks]
+    while stack:
+        block = stack.pop()
+        inside.add(id(block))
+        for child in block.ops:
+            inside.add(id(child))
+            checked.append(child)
+            if not child.has_trait(IsolatedFromAbove):
+                stack.extend(b for region in child.regions for b in region.blocks)
+    for child in checked:
+        for operand in child.operands:
+            if id(operand.owner) not in inside:
+                raise VerifyException(f"Operation using value defined out of its IsolatedFromAbove parent: {child}")
+
+
+IsolatedFromAbove.verify = _verify_isolated_from_above
 
 
 def in_deep_mode() -> bool:
