@@ -218,6 +218,8 @@ def deep_program(draw) -> tuple[str, int]:
     approx-opt must give output, up to approx_dialect.nesting.MAX_NESTING levels."""
     depth = draw(st.one_of(st.integers(100, 400), st.sampled_from([999, 1000, 1500])))
     kind = draw(st.sampled_from(["if", "execute_region", "for"]))
+    if kind == "execute_region":  # two brackets a level: `({`
+        depth = min(depth, 1000)
     if kind == "if":
         body = "scf.if %c {\n" * depth + "}\n" * depth
     elif kind == "execute_region":
