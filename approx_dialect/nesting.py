@@ -5,7 +5,9 @@ nesting, so Python's defaults (1,000 frames; the main thread's 8 MB C stack) sto
 at about 120 levels, where upstream MLIR goes far deeper. A call that runs out of
 recursion (`deep_retry`) is run again on a thread with a large stack and a high
 recursion limit; there, inputs nested up to MAX_NESTING levels work, and deeper ones
-are a located one-line error (`check_nesting`)."""
+are a located one-line error (`check_nesting`). Walks (`walk`, `post_order`) and xDSL's
+IsolatedFromAbove check are replaced by loops linear in the depth (xDSL's nested
+generators and parent chains are quadratic in it)."""
 
 from __future__ import annotations
 
