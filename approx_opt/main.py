@@ -166,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     warnings.formatwarning = one_line_warning
     try:
-        output, errors = process(args)
+        with warnings.catch_warnings():  # each run shows its warnings (in one process too: tests, fuzzing)
+            warnings.simplefilter("default", ApproxWarning)
+            output, errors = process(args)
         for line in errors:
             print(line, file=sys.stderr)
         write_output(args.output, output)

@@ -13,6 +13,7 @@ running trials end as interrupted, finished ones stay.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import math
 import re
 import sys
@@ -117,17 +118,18 @@ def _make_folder(out: Path) -> None:
 
 
 @contextmanager
-def one_run_per_sqlite_file(storage: str):
-    """Hold a lock on a SQLite study file while a run uses it. A run ends the trials
-    it finds RUNNING as interrupted (on SQLite only a killed run leaves them), so a
-    second run at the same time would end the first one's trials: it is told the
-    study is in use instead. (`--jobs N` runs several workers on one study; the lock
-    goes with the process, kill -9 included.)"""
+def one_run_per_sqlite_study(storage: str, study: str):
+    """Hold a lock on a study of a SQLite file while a run uses it. A run ends the
+    trials of its study it finds RUNNING as interrupted (on SQLite only a killed run
+    leaves them), so a second run of the same study at the same time would end the
+    first one's trials: it is told the study is in use instead. (Other studies of the
+    file are free; `--jobs N` runs several workers on one study; the lock goes with
+    the process, kill -9 included.)"""
     path = storage[len("sqlite:///"):] if storage.startswith("sqlite:///") else ""
     if path in ("", ":memory:"):
         yield
         return
-    lock_path = f"{path}.lock"
+    lock_path = f"{path}.{hashlib.sha1(study.encode()).hexdigest()[:12]}.lock"
     try:
         lock = open(lock_path, "a")
     except OSError as err:
@@ -136,8 +138,8 @@ def one_run_per_sqlite_file(storage: str):
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ApproxError("the study is in use by another `approx-tune run`; wait for it to end, or give "
-                              "another --out (--jobs N runs several workers on one study)", where=path) from None
+            raise ApproxError(f"study '{study}' is in use by another `approx-tune run`; wait for it to end, or "
+                              "give another --out (--jobs N runs several workers on one study)", where=path) from None
         try:
             yield
         finally:
@@ -208,7 +210,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     optuna.logging.set_verbosity(optuna.logging.ERROR)
 
     studies, names, total_seconds = {}, {}, 0.0
-    with one_run_per_sqlite_file(storage):
+    with one_run_per_sqlite_study(storage, base):
         for m, space in spaces.items():
             job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage,
                       f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock)

@@ -11,6 +11,7 @@ import inspect
 import linecache
 import textwrap
 import types
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,7 +194,9 @@ def compiles_to(node: ast.FunctionDef, code, filename: str) -> bool:
     imports = [ast.Import(names=[ast.alias(name)]) for name in sorted(_imported_names(filename))]
     tree = ast.fix_missing_locations(ast.Module(body=[*imports, *body], type_ignores=[]))
     try:
-        compiled = compile(tree, filename, "exec", flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+        with warnings.catch_warnings():  # Python warned about this source when it was imported
+            warnings.simplefilter("ignore")
+            compiled = compile(tree, filename, "exec", flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
     except (SyntaxError, ValueError, TypeError):
         return False
     found = _find_code(compiled, code.co_name, code.co_firstlineno)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autotuner.cli import main
-from autotuner.study import one_run_per_sqlite_file
+from autotuner.study import one_run_per_sqlite_study
 
 ROOT = Path(__file__).resolve().parents[1]
 MLIR = str(ROOT / "examples/mlir/adaptive_sum.mlir")
@@ -37,10 +37,10 @@ def tuned(tmp_path_factory):
 
 def test_a_second_run_on_a_study_in_use_is_told_so(capsys, tuned):
     db = tuned / "study.db"
-    with one_run_per_sqlite_file(f"sqlite:///{db}"):  # what a run in another process holds
+    with one_run_per_sqlite_study(f"sqlite:///{db}", "adaptive_sum.mlir:mean"):  # what another run holds
         err = one_line_error(capsys, run_argv(tuned))
-    assert err == (f"{db}: error: the study is in use by another `approx-tune run`; wait for it to end, or give "
-                   "another --out (--jobs N runs several workers on one study)")
+    assert err == (f"{db}: error: study 'adaptive_sum.mlir:mean' is in use by another `approx-tune run`; wait for "
+                   "it to end, or give another --out (--jobs N runs several workers on one study)")
     assert main(run_argv(tuned)) == 0  # free again
 
 

@@ -4,6 +4,7 @@ express, the programs xDSL rejects."""
 
 import pytest
 from xdsl.dialects.irdl import irdl
+from xdsl.irdl import OptionalDef
 from xdsl.parser import Parser
 
 from approx_dialect import Approx
@@ -148,7 +149,9 @@ def test_irdl_is_generated_from_definitions():
         assert f"irdl.operation @{op_def.name.removeprefix('approx.')}" in text
         attrs = [o for o in irdl_op.body.block.ops if isinstance(o, irdl.AttributesOp)]
         names = {a.data for o in attrs for a in o.attribute_value_names}
-        assert names == set(op_def.properties) | set(op_def.attributes)
+        # optional ones are left out (IRDL has no optional attributes)
+        assert names == {n for n, d in {**op_def.properties, **op_def.attributes}.items()
+                         if not isinstance(d, OptionalDef)}
         regions = [o for o in irdl_op.body.block.ops if isinstance(o, irdl.RegionsOp)]
         assert [n.data for o in regions for n in o.names] == [n for n, _ in op_def.regions]
 
