@@ -99,7 +99,7 @@ def test_the_same_answer_below_and_above_the_upstream_parsers_size(case):
     check(case)
 
 
-@fuzz_settings(4)
+@fuzz_settings(3)
 @given(deep_cases())
 def test_deeply_nested_valid_programs_give_output(case):
     check(case)
