@@ -191,3 +191,32 @@ def test_affine_control_flow_runs():
     out = np.zeros(4, dtype=np.float32)
     row_max(m, out, True)
     assert list(out) == list(m.max(axis=1))
+
+
+def test_declared_runtime_functions_are_linked_from_python():
+    """As in base2.mlir: the checker and recovery functions are only declared; a runtime
+    gives them (`compile_module(..., externals=...)`)."""
+    declared = BASE2.replace(
+        BASE2[BASE2.index("  func.func @recover_impl"):BASE2.index('  "approx.util.annotation.try"')],
+        "  func.func private @recover_impl(%a: f32, %b: f32, %state: i32) -> f32\n"
+        "  func.func private @checker_impl(%result: f32, %a: f32, %b: f32, %state: i32) -> i1\n")
+    seen = []
+
+    def checker(result, a, b, state):
+        seen.append((result, a, b, state))
+        return result < 100.0
+
+    fn = compile_module(run_pipeline(declared, "approx-pipeline"),
+                        externals={"checker_impl": checker, "recover_impl": lambda a, b, state: -1.0}).fn("_sum")
+    assert fn(1.0, 2.0, 0) == 3.0 and fn(100.0, 2.0, 7) == -1.0
+    assert seen == [(3.0, 1.0, 2.0, 0), (102.0, 100.0, 2.0, 7)]
+
+    def broken(*args):
+        raise ValueError("checker failed")
+
+    fn = compile_module(run_pipeline(declared, "approx-pipeline"),
+                        externals={"checker_impl": broken, "recover_impl": lambda a, b, state: -1.0}).fn("_sum")
+    with pytest.raises(ValueError, match="checker failed"):
+        fn(1.0, 2.0, 0)
+    with pytest.raises(ApproxError, match="externals given for @nope"):
+        compile_module(run_pipeline(declared, "approx-pipeline"), externals={"nope": broken})
