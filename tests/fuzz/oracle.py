@@ -50,12 +50,13 @@ class Outcome:
 
 
 def time_limit(case: Case) -> float:
-    """HANG_SECONDS, plus 1 s per 10 KB of input or per 100 levels of nesting, whichever
-    is more: a large or deeply nested valid input is work (linear in its size), not a hang."""
+    """HANG_SECONDS, plus 1 s per 10 KB of input or per 50 levels of nesting, whichever
+    is more: a large or deeply nested valid input is work (linear in its size; 1,000
+    levels took up to 15 s on the shared 2-core machine), not a hang."""
     from approx_dialect.op_text import nesting_depth
 
     text = case.data.decode("utf-8", "replace")
-    return HANG_SECONDS + max(len(case.data) / 10_000, min(nesting_depth(text), 2048) / 100)
+    return HANG_SECONDS + max(len(case.data) / 10_000, min(nesting_depth(text), 2048) / 50)
 
 
 def judge(rc: int | None, stdout: str, stderr: str, seconds: float, hung: bool = False,
