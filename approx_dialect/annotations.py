@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
 from xdsl.dialects.func import FuncOp
-from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def, traits_def
+from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_prop_def, prop_def, traits_def
 from xdsl.traits import HasParent
 from xdsl.utils.exceptions import VerifyException
 
@@ -120,8 +120,10 @@ class AnnotationTryOp(AnnotationOp):
 class AnnotationDecisionTreeOp(AnnotationOp):
     name = "approx.util.annotation.decision_tree"
     transform_type = prop_def(StringAttr)
-    state_indices = prop_def(DenseArrayBase.constr(i64))
-    state_function = prop_def(StringAttr)
+    # Optional, with the defaults of ApproxMLIR's Python runtime: the state is the
+    # function's last argument, passed through unchanged (an identity state function).
+    state_indices = opt_prop_def(DenseArrayBase.constr(i64))
+    state_function = opt_prop_def(StringAttr)
     num_thresholds = prop_def(IntegerAttr.constr(i32))
     thresholds_uppers = prop_def(I32Array)
     thresholds_lowers = prop_def(I32Array)
@@ -136,18 +138,36 @@ class AnnotationDecisionTreeOp(AnnotationOp):
         verify_state_function(self, func, 1)
 
 
+def state_indices(op: IRDLOperation, func: FuncOp) -> list[int]:
+    """The argument positions of `func` that `op` passes to its state function
+    (without `state_indices`: the last argument)."""
+    if op.state_indices is None:
+        return [len(func.function_type.inputs.data) - 1]
+    return list(op.state_indices.get_values())
+
+
 def verify_state_function(op: IRDLOperation, func: FuncOp, n_results: int) -> None:
     """`op.state_function` takes the arguments of `func` at `op.state_indices` and
-    returns `n_results` i32 (shared by decision_tree and decision_tree_multi)."""
-    state_fn = require_func(op, op.state_function.data, "state function")
+    returns `n_results` i32 (shared by decision_tree and decision_tree_multi);
+    without a state function, the one argument selected is the i32 state itself."""
     n_args = len(func.function_type.inputs.data)
-    indices = list(op.state_indices.get_values())
+    indices = state_indices(op, func)
     for i in indices:
         if not 0 <= i < n_args:
             raise VerifyException(
                 f"state index {i} is out of range: '{func.sym_name.data}' has "
                 f"{n_args} arguments"
             )
+    if op.state_function is None:
+        selected = tuple(func.function_type.inputs.data[i] for i in indices)
+        if selected != (i32,):
+            raise VerifyException(
+                "without a state_function the state is the argument at state_indices (default: the "
+                f"last), which must be one i32; '{func.sym_name.data}' gives "
+                f"({', '.join(map(str, selected))})"
+            )
+        return
+    state_fn = require_func(op, op.state_function.data, "state function")
     want = tuple(func.function_type.inputs.data[i] for i in indices)
     have = tuple(state_fn.function_type.inputs.data)
     if want != have:

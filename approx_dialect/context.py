@@ -9,6 +9,7 @@ both spellings of an ApproxMLIR program are accepted.
 from __future__ import annotations
 
 import io
+from math import isinf
 import re
 from bisect import bisect_right
 
@@ -20,10 +21,10 @@ from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Token
+from xdsl.utils.lexer import Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-from approx_dialect import Approx, upstream_import
+from approx_dialect import Approx, nesting, scf_syntax, upstream_import
 from approx_dialect.component import Component
 from approx_dialect.pyobj import PyObj
 from approx_dialect.symbols import frozen_symbols
@@ -76,9 +77,28 @@ def _lex_utf8_string_literal(self, start_pos):
 
 MLIRLexer._lex_string_literal = _lex_utf8_string_literal
 
+# xDSL 0.74 reads a decimal float literal too large for f64 (`1.0e400`) as inf; upstream
+# MLIR rejects it, as xDSL already does for f32 (infinity is spelled in hex).
+_get_float_value = MLIRTokenKind.get_float_value
 
-def make_context() -> Context:
-    ctx = Context()
+
+def _finite_float_value(self, span):
+    value = _get_float_value(self, span)
+    if isinf(value) and not span.text.lower().startswith(("0x", "-0x")):
+        raise ParseError(span, f"floating point value {span.text} is too large for any float type")
+    return value
+
+
+MLIRTokenKind.get_float_value = _finite_float_value
+
+
+scf_syntax.install()
+
+
+def make_context(allow_unregistered: bool = False) -> Context:
+    """`allow_unregistered`: ops of unknown dialects parse as unregistered ops (mlir-opt's
+    --allow-unregistered-dialect)."""
+    ctx = Context(allow_unregistered=allow_unregistered)
     for dialect in _DIALECTS:
         ctx.load_dialect(dialect)
     return ctx
@@ -95,6 +115,29 @@ class LocatingParser(Parser):
         self._line_offset = line_offset
         self._file = StringAttr(name)
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._first_forward_use: dict[str, Span] = {}
+
+    def resolve_operand(self, operand, type):
+        if operand.operand_name not in self.ssa_values:
+            self._first_forward_use.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True):
+        """As xDSL's, but a value that is never defined is reported where it is first
+        used (xDSL reports all of them at the end of the input). An input with no
+        ops (empty, or comments only) is an empty module, as in mlir-opt."""
+        if self._current_token.kind == MLIRTokenKind.EOF:
+            return ModuleOp([])
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError:
+            if not self.forward_ssa_references:
+                raise
+            uses = [self._first_forward_use[n] for n in self.forward_ssa_references if n in self._first_forward_use]
+            if not uses:
+                raise
+            first = min(uses, key=lambda span: span.start)
+            raise ParseError(first, f"use of undefined value '{first.text}'") from None
 
     def parse_operation(self) -> Operation:
         first = self._current_token.span
@@ -117,6 +160,7 @@ class LocatingParser(Parser):
         return op
 
 
+@nesting.deep_retry
 def parse_module(
     text: str, filename: str = "<stdin>", ctx: Context | None = None, line_offset: int = 0
 ) -> ModuleOp:
@@ -126,6 +170,8 @@ def parse_module(
     builds the same module several times faster; whatever it declines, and every
     input that turns out invalid, goes through xDSL's parser, so results, messages
     and locations are xDSL's."""
+    if nesting.in_deep_mode():
+        nesting.check_nesting(text, filename, line_offset)
     ctx = ctx or make_context()
     if upstream_import.worth_trying(text):
         module = upstream_import.import_module(text, filename, line_offset, ctx)
@@ -152,7 +198,7 @@ def parse_module(
 
 
 def move_inherent_attributes_to_properties(module: ModuleOp) -> None:
-    for op in module.walk():
+    for op in nesting.walk(module):
         if not isinstance(op, IRDLOperation) or not op.attributes:
             continue
         prop_names = op.get_irdl_definition().properties
@@ -160,25 +206,22 @@ def move_inherent_attributes_to_properties(module: ModuleOp) -> None:
             op.properties[name] = op.attributes.pop(name)
 
 
+@nesting.deep_retry
 def verify_module(module: ModuleOp) -> None:
     """Verify every op, innermost first; the first failure becomes an ApproxError
     pointing at the op that failed."""
     with frozen_symbols(module):
-        for op in _post_order(module):
+        for op in nesting.post_order(module):
             try:
                 op.verify(verify_nested_ops=False)
             except VerifyException as err:
                 raise ApproxError(f"'{op.name}' op {_first_line(err)}", op) from None
+            except RecursionError:
+                raise
             except Exception as err:  # xDSL raises a few non-VerifyException errors
                 raise ApproxError(f"'{op.name}' op does not verify: {_first_line(err)}", op) from None
 
 
-def _post_order(op: Operation):
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.ops:
-                yield from _post_order(child)
-    yield op
 
 
 def _first_line(err: Exception) -> str:
@@ -186,6 +229,7 @@ def _first_line(err: Exception) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+@nesting.deep_retry
 def print_module(module: Operation, generic: bool = False, props_as_attrs: bool = False) -> str:
     out = io.StringIO()
     Printer(

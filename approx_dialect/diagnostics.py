@@ -3,6 +3,8 @@ where the IR came from a file, the `FILE:LINE:COL` of the op it is about."""
 
 from __future__ import annotations
 
+import warnings
+
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 
@@ -35,3 +37,14 @@ def location_of(op: Operation | None) -> str | None:
             return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
         op = op.parent_op()
     return None
+
+
+class ApproxWarning(UserWarning):
+    """Something in the IR that is accepted but probably not meant; `str()` is the
+    one line the CLI prints (`FILE:LINE:COL: warning: ...`)."""
+
+
+def warn(message: str, op: Operation | None = None) -> None:
+    where = location_of(op)
+    prefix = f"{printable(where)}: " if where else ""
+    warnings.warn(ApproxWarning(f"{prefix}warning: {printable(message)}"), stacklevel=2)

@@ -1,6 +1,8 @@
 """The decision ladder shared by `approx.decide` and the `decision_tree` annotation:
 thresholds t_0 <= ... <= t_{n-1}, decisions d_0 .. d_n; a state s takes
-decisions[#{i : s >= t_i}], so a state equal to a threshold takes the upper side."""
+decisions[#{i : s >= t_i}], so a state equal to a threshold takes the upper side.
+As in ApproxMLIR, `decision_values` is the range [min, max] the tuner searches,
+and the decisions are taken as given (one outside that range is only a warning)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from xdsl.utils.exceptions import VerifyException
+
+from approx_dialect.diagnostics import warn
 
 
 def decision_index(state: int, thresholds: Sequence[int]) -> int:
@@ -54,10 +58,11 @@ def verify_ladder(op) -> None:
             )
     if not values:
         raise VerifyException("decision_values is empty; list the allowed knob values")
-    for d in decisions:
-        if d not in values:
-            raise VerifyException(
-                f"decision {d} is not among decision_values {values}"
-            )
+    if any(d < 0 for d in decisions):
+        raise VerifyException(f"decisions must be >= 0 (0 is exact), got {decisions}")
+    outside = [d for d in decisions if not min(values) <= d <= max(values)]
+    if outside:  # as in ApproxMLIR, whose compiler takes the decisions as given
+        warn(f"decision {outside[0]} is outside the range {min(values)}..{max(values)} of decision_values "
+             "that the tuner searches", op)
     if any(v < 0 for v in values):
         raise VerifyException(f"decision_values must be >= 0 (0 is exact), got {values}")

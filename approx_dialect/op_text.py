@@ -30,6 +30,7 @@ class Unsupported(Exception):
 # the ones we compute, and named blocks keep names upstream does not report.
 TEXT_GUARDS = re.compile(
     r"affine_map<|affine_set<|\{-#|\\|\bloc\s*\(|(?:memref|tensor)<[^<>]*,|\^(?!bb\d+\b)[\w$.-]"
+    r"|\d[eE][+]?\d{3}"  # a float exponent of 100 or more: one too large is an error xDSL's parser gives
 )
 
 # Generic op head after its name: operands, successors, then `<{` if properties.

@@ -97,6 +97,23 @@ def _values_for_static(module: ModuleOp, ann) -> tuple[int, ...]:
     return DEFAULT_VALUES.get(t, (0, 1))
 
 
+# Transforms whose knob values are whatever the program offers (variants, branches,
+# parameter lists); the others take any knob value.
+_PROGRAM_VALUES = ("func_substitute", "param", "cascade", "task_skipping")
+
+
+def _ladder_values(module: ModuleOp, ann) -> tuple[int, ...]:
+    """What a ladder's decisions may take: as ApproxMLIR's tuner reads
+    `decision_values`, every integer from its minimum to its maximum (of those the
+    transform can take, where the program fixes them)."""
+    values = list(ann.decision_values.get_values())
+    span = range(min(values), max(values) + 1)
+    if ann.transform_type.data in _PROGRAM_VALUES:
+        offered = set(_values_for_static(module, ann))
+        return tuple(v for v in span if v in offered or v in values)
+    return tuple(span)
+
+
 def knob_specs(module: ModuleOp) -> list[KnobSpec]:
     """Every knob of the program, in source order, with a unique name
     (`func` or `func#2` for a second annotation on the same function; a
@@ -119,7 +136,7 @@ def knob_specs(module: ModuleOp) -> list[KnobSpec]:
                                   current={"knob_val": ann.knob_val.value.data}))
         elif isinstance(ann, AnnotationDecisionTreeOp):
             specs.append(KnobSpec(
-                name, fname, t, "ladder", tuple(ann.decision_values.get_values()),
+                name, fname, t, "ladder", _ladder_values(module, ann),
                 tuple(ann.thresholds_lowers.get_values()), tuple(ann.thresholds_uppers.get_values()),
                 ann.num_thresholds.value.data,
                 current={"thresholds": list(ann.thresholds.get_values()),

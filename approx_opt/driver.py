@@ -8,21 +8,23 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from approx_dialect.context import make_context, parse_module, print_module, verify_module
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.nesting import deep_retry
 from approx_opt.config import apply_config
 from approx_opt.pipeline import build_pipeline
 
 
-def apply_passes(module: ModuleOp, spec: str, verify_each: bool = False) -> ModuleOp:
+def apply_passes(module: ModuleOp, spec: str, verify_each: bool = False, ctx: Context | None = None) -> ModuleOp:
     """Apply a pipeline string to a verified module in place; verify the result."""
-    ctx = make_context()
+    ctx = ctx or make_context()
     for pass_ in build_pipeline(spec):
         try:
             pass_.apply(ctx, module)
-        except ApproxError:
+        except (ApproxError, RecursionError):  # deep input: run_pipeline retries with room for it
             raise
         except Exception as err:  # a bug in a pass: still one line for the user
             raise ApproxError(
@@ -30,7 +32,7 @@ def apply_passes(module: ModuleOp, spec: str, verify_each: bool = False) -> Modu
                 where="<pipeline>",
             ) from err
         if verify_each:
-            _verify_after(module, pass_.name)
+            _verify_after(module, f"pass '{pass_.name}'")
     if not verify_each:
         _verify_after(module, spec or "parsing")
     return module
@@ -43,6 +45,7 @@ def _verify_after(module: ModuleOp, what: str) -> None:
         raise ApproxError(f"after {what}: {err.message}", where=err.where) from None
 
 
+@deep_retry
 def run_pipeline(
     text: str,
     spec: str,
@@ -51,13 +54,18 @@ def run_pipeline(
     props_as_attrs: bool = False,
     line_offset: int = 0,
     config: dict | None = None,
+    verify_each: bool = False,
+    allow_unregistered: bool = False,
 ) -> str:
-    """Parse, set the knobs to `config` (see approx_opt.config), apply the passes, print."""
+    """Parse, set the knobs to `config` (see approx_opt.config), apply the passes, print.
+    The result is verified; `verify_each` verifies after every pass too (approx-opt's
+    default, as mlir-opt's), so a pass that breaks the IR is named."""
     with gc_paused():
-        module = parse_module(text, filename, line_offset=line_offset)
+        ctx = make_context(allow_unregistered) if allow_unregistered else None
+        module = parse_module(text, filename, ctx=ctx, line_offset=line_offset)
         if config:
             apply_config(module, config)
-        apply_passes(module, spec)
+        apply_passes(module, spec, verify_each, ctx)
         return print_module(module, generic=generic, props_as_attrs=props_as_attrs)
 
 

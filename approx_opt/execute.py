@@ -59,6 +59,20 @@ def _boolean(x):
     raise TypeError
 
 
+def _integer(bits: int):
+    """Coercion to a signed integer of `bits`: ctypes would wrap a wider one silently."""
+    lo, hi = -(1 << (bits - 1)), 1 << (bits - 1)
+
+    def coerce(x) -> int:
+        v = operator.index(x)
+        if not lo <= v < hi:
+            raise OverflowError(f"{v} does not fit in {bits} bits")
+        return v
+
+    coerce.bounds = (lo, hi)
+    return coerce
+
+
 def _f16_bits(x) -> int:
     return int(np.array(float(x), np.float16).view(np.uint16))
 
@@ -70,11 +84,11 @@ def _f16_value(bits: int) -> float:
 # MLIR scalar type -> (ctypes type at the C interface, coercion, result conversion)
 _SCALARS: dict[str, tuple[Any, Callable, Callable | None]] = {
     "i1": (ctypes.c_bool, _boolean, None),
-    "i8": (ctypes.c_int8, operator.index, None),
-    "i16": (ctypes.c_int16, operator.index, None),
-    "i32": (ctypes.c_int32, operator.index, None),
-    "i64": (ctypes.c_int64, operator.index, None),
-    "index": (ctypes.c_int64, operator.index, None),
+    "i8": (ctypes.c_int8, _integer(8), None),
+    "i16": (ctypes.c_int16, _integer(16), None),
+    "i32": (ctypes.c_int32, _integer(32), None),
+    "i64": (ctypes.c_int64, _integer(64), None),
+    "index": (ctypes.c_int64, _integer(64), None),
     "f32": (ctypes.c_float, float, None),
     "f64": (ctypes.c_double, float, None),
     "f16": (ctypes.c_uint16, _f16_bits, _f16_value),  # no ctypes half: passed as bits, packed
@@ -257,19 +271,27 @@ def _make_callable(name: str, ins: list, outs: list, ee, addr: int) -> Callable:
             if c is not None:
                 try:
                     args[i] = c(args[i])
-                except (TypeError, ValueError, OverflowError):
+                except OverflowError:
+                    raise ApproxError(f"@{name} argument {i}: {args[i]!r} does not fit in {ins[i]}"[:200]) from None
+                except (TypeError, ValueError):
                     raise ApproxError(f"@{name} argument {i}: expected {ins[i]}, got "
                                       f"{type(args[i]).__name__} {args[i]!r}"[:200]) from None
         return args
 
-    if not memrefs and not sret and not packed:  # the common scalar case: no per-call Python work
+    # Python ints ctypes would wrap: checked on every call (a range test per integer argument)
+    int_bounds = [(i, *c.bounds) for i, c in enumerate(coerce) if hasattr(c, "bounds")]
+
+    if not memrefs and not sret and not packed:  # the common scalar case: little per-call Python work
         def call(*args):
             if len(args) != n:
                 raise bad_count(args)
             try:
+                for i, lo, hi in int_bounds:
+                    if not lo <= args[i] < hi:
+                        raise OverflowError
                 return cfn(*args)
-            except (ctypes.ArgumentError, TypeError):
-                return cfn(*coerced(list(args)))
+            except (ctypes.ArgumentError, TypeError, OverflowError):
+                return cfn(*coerced(list(args)))  # converts, or raises the one-line error
     else:
         out_conv = [k.to_numpy if isinstance(k, _MemRef) else _SCALARS[k][2] for k in outs]
         single = len(outs) == 1
@@ -353,17 +375,63 @@ def _text_of(ir_or_text) -> str:
     return print_module(ir_or_text, generic=True)
 
 
-def compile_module(ir_or_text, opt_level: int = 2, check_bounds: bool = False) -> CompiledModule:
+def _external_callback(name: str, ftype, fn: Callable, raised: list):
+    """A C function calling the Python `fn` with the declaration's scalar signature; an
+    exception is kept in `raised` (the module's caller raises it) and 0 returned."""
+    try:
+        ins, outs = [_kind(t) for t in ftype.inputs], [_kind(t) for t in ftype.results]
+    except ValueError as e:
+        raise ApproxError(f"external @{name}: unsupported signature ({e})") from None
+    if len(outs) > 1 or any(not isinstance(k, str) or k == "f16" for k in ins + outs):
+        raise ApproxError(f"external @{name}: only scalar arguments and at most one scalar result "
+                          f"(i1 ... i64, index, f32, f64) can be given by a Python function, not {ftype}")
+    restype = _SCALARS[outs[0]][0] if outs else None
+
+    def call(*args):
+        if raised:
+            return restype().value if restype else None
+        try:
+            result = fn(*args)
+            return _SCALARS[outs[0]][1](result) if outs else None
+        except BaseException as err:  # noqa: BLE001 - re-raised by the caller of the module
+            raised.append(err)
+            return restype().value if restype else None
+
+    return ctypes.CFUNCTYPE(restype, *[_SCALARS[k][0] for k in ins])(call)
+
+
+def _raising(fn: Callable, raised: list) -> Callable:
+    """`fn`, raising what an external raised during the call."""
+
+    def call(*args):
+        raised.clear()
+        result = fn(*args)
+        if raised:
+            err = raised[0]
+            raised.clear()
+            raise err
+        return result
+
+    return call
+
+
+def compile_module(ir_or_text, opt_level: int = 2, check_bounds: bool = False,
+                   externals: dict[str, Callable] | None = None) -> CompiledModule:
     """Lower and JIT a module (text or xDSL ModuleOp); the same text is compiled only once.
 
     `check_bounds=True` inserts MLIR's runtime verification (`generate-runtime-verification`):
-    an out-of-bounds memref access prints the op and aborts the process (run it in a child)."""
+    an out-of-bounds memref access prints the op and aborts the process (run it in a child).
+    `externals`: Python functions for the module's external declarations with scalar
+    signatures (`func.func private @checker(f32, i32) -> i1`), as a runtime links them
+    (an exception raised in one is raised by the call into the module)."""
     text = _text_of(ir_or_text)
-    key = (hashlib.sha256(text.encode()).hexdigest(), opt_level, check_bounds)
+    externals = dict(externals or {})
+    key = (hashlib.sha256(text.encode()).hexdigest(), opt_level, check_bounds,
+           tuple(sorted((n, id(f)) for n, f in externals.items())))
     with _LOCK:
         cm = _CACHE.get(key)
         if cm is None:
-            cm = _compile(text, opt_level, check_bounds)
+            cm = _compile(text, opt_level, check_bounds, externals)
             _CACHE[key] = cm
             while len(_CACHE) > CACHE_SIZE:
                 _CACHE.popitem(last=False)
@@ -372,7 +440,8 @@ def compile_module(ir_or_text, opt_level: int = 2, check_bounds: bool = False) -
         return cm
 
 
-def _compile(text: str, opt_level: int, check_bounds: bool = False) -> CompiledModule:
+def _compile(text: str, opt_level: int, check_bounds: bool = False,
+             externals: dict[str, Callable] | None = None) -> CompiledModule:
     ctx, diags = ir.Context(), []
     ctx.attach_diagnostic_handler(lambda d: diags.append((d.message, str(d.location))) or True)
     with ctx, ir.Location.unknown():
@@ -387,6 +456,8 @@ def _compile(text: str, opt_level: int, check_bounds: bool = False) -> CompiledM
             except ir.MLIRError as e:
                 raise _first_diag("bufferizing tensors failed", e) from None
         sigs, callable_, refused, decls = {}, [], {}, []
+        linked: dict[str, Any] = {}  # external declaration -> ctypes callback (kept alive with the module)
+        raised: list[BaseException] = []  # an exception an external raised during the current call
         for op in module.body.operations:
             if op.operation.name != "func.func":
                 continue
@@ -397,6 +468,8 @@ def _compile(text: str, opt_level: int, check_bounds: bool = False) -> CompiledM
             if not op.regions[0].blocks:
                 decls.append(name)
                 refused[name] = "is an external declaration (private, no body): it cannot be called"
+                if externals and name in externals:
+                    linked[name] = _external_callback(name, ftype, externals[name], raised)
                 continue
             try:
                 ins, outs = [_kind(t) for t in ftype.inputs], [_kind(t) for t in ftype.results]
@@ -425,6 +498,11 @@ def _compile(text: str, opt_level: int, check_bounds: bool = False) -> CompiledM
             ee = execution_engine.ExecutionEngine(module, opt_level=opt_level)
         except Exception as e:
             raise _first_diag("JIT compilation failed", e, diags) from None
+        unknown = sorted(set(externals or {}) - set(linked))
+        if unknown:
+            raise ApproxError(f"externals given for @{unknown[0]}, which is not an external declaration of the module")
+        for name, callback in linked.items():
+            ee.raw_register_runtime(name, ctypes.cast(callback, ctypes.c_void_p))
         if "@memrefCopy" in str(module):
             ee.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
         if "f16" in text and _truncdfhf2() is not None:  # f64 -> f16 is a libcall the JIT misses
@@ -438,6 +516,9 @@ def _compile(text: str, opt_level: int, check_bounds: bool = False) -> CompiledM
             out = ctypes.c_int64()
             ctypes.CFUNCTYPE(None, ctypes.c_void_p)(wrapper)((ctypes.c_void_p * 1)(ctypes.addressof(out)))
             functions[name] = _make_callable(name, ins, outs, ee, out.value)
+            if linked:
+                functions[name] = _raising(functions[name], raised)
     cm = CompiledModule(ee, functions, sigs)
     cm._ctx = ctx
+    cm._externals = linked
     return cm

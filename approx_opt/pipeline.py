@@ -6,7 +6,7 @@ from xdsl.passes import ModulePass
 from xdsl.passes import parse_pipeline
 
 from approx_dialect.diagnostics import ApproxError
-from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME
+from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME, GENERIC_PASSES
 
 
 def build_pipeline(spec: str) -> list[ModulePass]:
@@ -26,9 +26,9 @@ def build_pipeline(spec: str) -> list[ModulePass]:
                 raise ApproxError(f"'{APPROX_PIPELINE_NAME}' takes no options", where="<pipeline>")
             passes += build_pipeline(APPROX_PIPELINE)
             continue
-        cls = ALL_PASSES.get(one.name)
+        cls = ALL_PASSES.get(one.name) or GENERIC_PASSES.get(one.name)
         if cls is None:
-            known = ", ".join([APPROX_PIPELINE_NAME, *ALL_PASSES])
+            known = ", ".join([APPROX_PIPELINE_NAME, *ALL_PASSES, *GENERIC_PASSES])
             raise ApproxError(f"unknown pass '{one.name}' (known: {known})", where="<pipeline>")
         try:
             passes.append(cls.from_pass_spec(one))

@@ -3,10 +3,12 @@
 
 from xdsl.universe import Universe
 
-from approx_dialect import Approx
-from passes import ALL_PASSES
+from approx_dialect import Approx, scf_syntax
+from passes import ALL_PASSES, ApproxPipelinePass
+
+scf_syntax.install()  # upstream's `-> f32` result types, as approx-opt reads them
 
 APPROX_UNIVERSE = Universe(
     all_dialects={"approx": lambda: Approx},
-    all_passes={name: (lambda cls=cls: cls) for name, cls in ALL_PASSES.items()},
+    all_passes={name: (lambda cls=cls: cls) for name, cls in {**ALL_PASSES, ApproxPipelinePass.name: ApproxPipelinePass}.items()},
 )

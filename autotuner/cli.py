@@ -14,7 +14,9 @@ and exit code 1 (`--debug` shows the traceback); Ctrl-C keeps finished trials
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -253,6 +255,27 @@ def cmd_verify(a) -> int:
     return 0
 
 
+def environment_error_line(err: Exception, args) -> str | None:
+    """The one line for a failure of the surroundings, not of this program: a file
+    that cannot be written, standard output closed, a damaged study database."""
+    if isinstance(err, BrokenPipeError) or (isinstance(err, OSError) and err.errno == errno.EBADF):
+        try:  # nothing more can reach it: no second error when Python flushes it at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return "error: cannot write the output: standard output is closed"
+    if isinstance(err, OSError) and err.strerror:
+        where = err.filename or getattr(args, "out", None)
+        return f"{where}: error: {err.strerror}" if where else f"error: {err.strerror}"
+    if type(err).__module__.split(".")[0] in ("sqlalchemy", "sqlite3") or type(err).__name__ == "StorageInternalError":
+        from autotuner.workers import root_cause
+
+        msg = root_cause(err)
+        where = getattr(args, "storage", None) or getattr(args, "out", None) or "<study storage>"
+        return f"{where}: error: the study storage failed: {msg}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
@@ -268,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # a bug of ours: one line, and --debug for the trace
         if args.debug:
             raise
+        line = environment_error_line(err, args)
+        if line is not None:
+            print(line, file=sys.stderr)
+            return 1
         msg = (str(err).strip().splitlines() or [""])[0]
         print(f"error: internal error: {type(err).__name__}: {msg} (rerun with --debug)", file=sys.stderr)
         return 1

@@ -12,10 +12,13 @@ running trials end as interrupted, finished ones stay.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import math
 import re
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -113,6 +116,44 @@ def transformed_ir(program, config: dict) -> str | None:
     return None
 
 
+def _make_folder(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ApproxError("the output folder is a file", where=str(out)) from None
+    except OSError as err:
+        raise ApproxError(f"cannot create the output folder: {err.strerror}", where=str(err.filename or out)) from None
+
+
+@contextmanager
+def one_run_per_sqlite_study(storage: str, study: str):
+    """Hold a lock on a study of a SQLite file while a run uses it. A run ends the
+    trials of its study it finds RUNNING as interrupted (on SQLite only a killed run
+    leaves them), so a second run of the same study at the same time would end the
+    first one's trials: it is told the study is in use instead. (Other studies of the
+    file are free; `--jobs N` runs several workers on one study; the lock goes with
+    the process, kill -9 included.)"""
+    path = storage[len("sqlite:///"):] if storage.startswith("sqlite:///") else ""
+    if path in ("", ":memory:"):
+        yield
+        return
+    lock_path = f"{path}.{hashlib.sha1(study.encode()).hexdigest()[:12]}.lock"
+    try:
+        lock = open(lock_path, "a")
+    except OSError as err:
+        raise ApproxError(f"cannot write next to the study database: {err.strerror}", where=lock_path) from None
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ApproxError(f"study '{study}' is in use by another `approx-tune run`; wait for it to end, or "
+                              "give another --out (--jobs N runs several workers on one study)", where=path) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:-]+", "_", name).strip("_") or "program"
 
@@ -164,8 +205,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     (tune_in, tune_ref), (eval_in, eval_ref) = split_inputs(inputs, references, eval_ratio, seed,
                                                             eval_inputs, eval_references)
     out = Path(out_dir) if out_dir is not None else Path("approx-tune") / _safe_name(program.name)
+    _make_folder(out)
     if storage is None:
-        out.mkdir(parents=True, exist_ok=True)
         storage = f"sqlite:///{(out / 'study.db').resolve()}"
     base = study_name or _safe_name(program.name)
     if clock == "auto":
@@ -178,20 +219,22 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     optuna.logging.set_verbosity(optuna.logging.ERROR)
 
     studies, names, total_seconds = {}, {}, 0.0
-    for m, space in spaces.items():
-        job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage, f"{base}/{m}",
-                  space, float(budget), slice_n, n_trials, sampler, seed, clock)
-        study = _prepare_study(job, _settings(job, m, len(eval_in), tune_m.metric.name), storage.startswith("sqlite"))
-        t0 = time.perf_counter()
-        try:
-            run_workers(job, jobs, study, m, progress, tune_m)
-        finally:
-            study.set_user_attr("tuning_seconds",
-                                study.user_attrs.get("tuning_seconds", 0.0) + time.perf_counter() - t0)
-            if progress:
-                sys.stderr.write("\r" + progress_line(study, job, m) + "\033[K\n")
-        studies[m], names[m] = study, job.study_name
-        total_seconds += study.user_attrs["tuning_seconds"]
+    with one_run_per_sqlite_study(storage, base):
+        for m, space in spaces.items():
+            job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage,
+                      f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock)
+            study = _prepare_study(job, _settings(job, m, len(eval_in), tune_m.metric.name),
+                                   storage.startswith("sqlite"))
+            t0 = time.perf_counter()
+            try:
+                run_workers(job, jobs, study, m, progress, tune_m)
+            finally:
+                study.set_user_attr("tuning_seconds",
+                                    study.user_attrs.get("tuning_seconds", 0.0) + time.perf_counter() - t0)
+                if progress:
+                    sys.stderr.write("\r" + progress_line(study, job, m) + "\033[K\n")
+            studies[m], names[m] = study, job.study_name
+            total_seconds += study.user_attrs["tuning_seconds"]
 
     eval_m = Measurer(program, eval_in, eval_ref, metric, repeats, money, objective, what="evaluation",
                       clock=clock) if evaluate else None

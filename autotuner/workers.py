@@ -16,12 +16,14 @@ import importlib.util
 import multiprocessing as mp
 import pickle
 import random
+import signal
 import socket
 import sqlite3
 import sys
 import time
 import warnings
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -74,7 +76,7 @@ def _open_storage(url: str) -> optuna.storages.RDBStorage:
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 return optuna.storages.RDBStorage(engine_url, engine_kwargs=kwargs, **extra)
         except Exception as err:
-            msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            msg = root_cause(err)
             # runs and workers starting together on a new database race to create Optuna's tables; on a
             # new SQLite file (not yet in WAL mode) SQLite answers a lock deadlock with "locked" at once
             if attempt < 4 and any(m in msg for m in ("already exists", "duplicate key", "UniqueViolation",
@@ -83,6 +85,15 @@ def _open_storage(url: str) -> optuna.storages.RDBStorage:
                 continue
             raise ApproxError(f"cannot open the study storage: {msg}", where=_safe_url(url)) from None
     raise AssertionError("unreachable")
+
+
+def root_cause(err: BaseException) -> str:
+    """The first line of the innermost error (the database's own words, e.g. "database
+    disk image is malformed", not Optuna's wrapper)."""
+    while err.__cause__ is not None or err.__context__ is not None:
+        err = err.__cause__ or err.__context__
+    text = str(getattr(err, "orig", None) or err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 @dataclass
@@ -141,7 +152,14 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
     search.optimize(study, objective, job.n_trials, job.space.size(), callbacks)
 
 
-def _worker_main(job: Job, errors) -> None:
+def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> None:
+    # Started with SIGINT ignored (a Ctrl-C while it imports would print a traceback):
+    # from here on a Ctrl-C ends the running trial as interrupted, unless the parent
+    # ignores SIGINT itself (a background job).
+    if interruptible:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if ready is not None:
+        ready.set()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:
         run_job(job)
@@ -151,6 +169,15 @@ def _worker_main(job: Job, errors) -> None:
         errors.put(err.line())
     except Exception as err:  # a bug: one line for the parent to report
         errors.put(f"error: internal error in a worker: {type(err).__name__}: {err}")
+
+
+@contextmanager
+def _sigint_ignored():
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def progress_line(study, job: Job, mode: str) -> str:
@@ -203,15 +230,22 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
     ctx = mp.get_context("spawn")  # not fork: the JIT and SQLAlchemy state must not be shared
     errors = ctx.Queue()
 
+    ready: dict[int, Any] = {}
+
     def start(i: int):
-        p = ctx.Process(target=_worker_main, args=(job, errors), name=f"approx-tune-worker-{i}")
-        p.start()
+        ready[i] = ctx.Event()
+        interruptible = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+        p = ctx.Process(target=_worker_main, args=(job, errors, ready[i], interruptible),
+                        name=f"approx-tune-worker-{i}")
+        with _sigint_ignored():  # inherited by the new process until _worker_main
+            p.start()
         return p
 
     procs: list = []
     deaths, max_deaths = 0, max(4, job.n_trials)
     try:
-        procs = [start(i) for i in range(jobs)]
+        for i in range(jobs):
+            procs.append(start(i))
         while True:
             for i, p in enumerate(procs):
                 if p.exitcode not in (None, 0):  # killed (kill -9, out of memory) or crashed in native code
@@ -232,7 +266,9 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
             if progress:
                 show(study)
     except KeyboardInterrupt:
-        for p in procs:  # they got the SIGINT too: let them end their trials as interrupted
+        for i, p in enumerate(procs):  # they got the SIGINT too: let them end their trials as interrupted
+            if not ready[i].is_set():
+                p.terminate()  # still starting (SIGINT ignored): nothing to keep
             p.join(timeout=30)
             if p.is_alive():
                 p.terminate()

@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  clear errors (exit 1):      {summary['clear_errors']}")
     print(f"  findings:                   {summary['findings']} ({summary['distinct_findings']} distinct)")
     print(f"  time per input:             median {summary['median_seconds']} s, p99 {summary['p99_seconds']} s, "
-          f"max {summary['max_seconds_per_input']} s (limit 5 s)")
+          f"max {summary['max_seconds_per_input']} s (limit 5 s, + 1 s per 10 KB or 50 levels of nesting)")
     print(f"  as a command (sample):      {len(sub)} inputs, max {summary['subprocess_max_seconds']} s, "
           f"{sum(1 for o in sub.values() if o.problem)} findings")
     print(f"  wall: generate + run {t_run:.0f} s, commands {t_sub:.0f} s, {args.workers} workers")

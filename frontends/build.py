@@ -140,7 +140,7 @@ class ModuleBuilder:
         self._active.add(key)
         try:
             py = fn.python if isinstance(fn, KnobFunction) else fn
-            src = FunctionSource.of(py)
+            src = fn.source if isinstance(fn, KnobFunction) else FunctionSource.of(py)
             name = self.symbol(py.__name__)
             f = lower_kernel_function(src, self, name, arg_types)
             results = list(f.function_type.outputs.data)
@@ -167,8 +167,8 @@ def kernel_helper(builder: ModuleBuilder):
         if not builder.is_lowerable(fn):
             raise KnobError(f"the {role} {getattr(fn, '__name__', fn)!r} of a kernel must be a Python "
                             "function it can lower (kernels run compiled and cannot call Python objects)")
-        py = fn.python if isinstance(fn, KnobFunction) else fn
-        builder.functions.append(lower_kernel_function(FunctionSource.of(py), builder, symbol, ins, outs))
+        src = fn.source if isinstance(fn, KnobFunction) else FunctionSource.of(fn)
+        builder.functions.append(lower_kernel_function(src, builder, symbol, ins, outs))
 
     return helper
 

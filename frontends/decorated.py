@@ -68,7 +68,14 @@ class KnobFunction:
         self._signature = inspect.signature(fn)
         self._n_params = len(self._signature.parameters)
         self._lock = threading.RLock()
+        # The source is taken now, and checked to be this function's own: read at the
+        # first call, a file edited since the import would be what runs.
         self._src: FunctionSource | None = None
+        self._src_error: ApproxError | None = None
+        try:
+            self._src = FunctionSource.of(fn)
+        except ApproxError as err:  # raised when the function is first lowered
+            self._src_error = err
         self._kind: str | None = None
         self._modules: dict = {}  # signature key -> (text, env, entry symbol)
         self._runners: dict[str, _Runner] = {}
@@ -147,12 +154,15 @@ class KnobFunction:
         text = self._module(key)[0]
         if not after:
             return text if locations else print_module(parse_module(text))
-        return run_pipeline(text, PIPELINE, self._src_or_load().filename, config=config or None)
+        return run_pipeline(text, PIPELINE, self.source.filename, config=config or None)
 
     # ------------------------------------------------------------ lowering
-    def _src_or_load(self) -> FunctionSource:
+    @property
+    def source(self) -> FunctionSource:
+        """The function's source as taken when the decorator ran (an ApproxError if it
+        could not be read or is not this function's own)."""
         if self._src is None:
-            self._src = FunctionSource.of(self.python)
+            raise self._src_error
         return self._src
 
     @property
@@ -163,7 +173,7 @@ class KnobFunction:
         return self._kind
 
     def _annotation(self, name: str):
-        src = self._src_or_load()
+        src = self.source
         for a in src.tree.args.args + src.tree.args.kwonlyargs:
             if a.arg == name:
                 return self._resolve_annotation(a.annotation) if a.annotation is not None else MISSING
@@ -179,7 +189,7 @@ class KnobFunction:
         if isinstance(node, ast.Subscript):
             node = node.value
         if isinstance(node, ast.Name):
-            return self._src_or_load().resolve(node.id)
+            return self.source.resolve(node.id)
         if isinstance(node, ast.Attribute):
             base = self._resolve_annotation(node.value)
             return getattr(base, node.attr, MISSING) if base is not MISSING else MISSING
@@ -195,7 +205,7 @@ class KnobFunction:
         if mode == "kernel" and not numeric:
             bad = [p for p, a in zip(self._signature.parameters, anns) if not (a in (int, float, bool)
                                                                                or _is_array_annotation(a))]
-            raise self._src_or_load().error(None, f"lowering='kernel' needs every parameter annotated int, "
+            raise self.source.error(None, f"lowering='kernel' needs every parameter annotated int, "
                                                   f"float, bool or np.ndarray; not: {', '.join(bad) or '(none)'}")
         return "kernel" if (numeric and mode != "python") or mode == "kernel" else "python"
 
@@ -214,7 +224,7 @@ class KnobFunction:
         done = [k for k in self._modules if k != ()]
         if done:
             return done[-1]
-        src = self._src_or_load()
+        src = self.source
         names = list(self._signature.parameters)
         key = []
         for i in self._array_positions():
@@ -268,7 +278,7 @@ class KnobFunction:
         return types
 
     def _lower(self, key: tuple):
-        src = self._src_or_load()
+        src = self.source
         builder = ModuleBuilder()
         types = self._arg_types(key)
         if self.kind == "kernel":
@@ -307,7 +317,7 @@ class KnobFunction:
     def _compile(self, config: dict, key: tuple):
         text, env, entry = self._module(key)
         with self._lock:
-            lowered = run_pipeline(text, PIPELINE, self._src_or_load().filename, config=config or None)
+            lowered = run_pipeline(text, PIPELINE, self.source.filename, config=config or None)
             if self.kind == "kernel":
                 from approx_opt.execute import compile_module
 

@@ -4,10 +4,14 @@ names it can see (closure, globals, builtins), and one-line errors that point at
 
 from __future__ import annotations
 
+import __future__
 import ast
 import builtins
 import inspect
+import linecache
 import textwrap
+import types
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +49,11 @@ class FunctionSource:
             raise ApproxError(f"cannot parse the source: {err.msg}",
                               where=f"{filename}:{(err.lineno or 1) + first - 1}") from None
         ast.increment_lineno(module, first - 1)
+        first_def = module.body[0] if module.body else None
+        if code is not None and isinstance(first_def, ast.FunctionDef) and not compiles_to(first_def, code, filename):
+            raise ApproxError(f"the source of {fn.__qualname__!r} in {filename} (line {first}) is not the code "
+                              "that runs: the file changed after it was loaded, or the function was not "
+                              "defined from this file (exec, generated code)", where=f"{filename}:{first}")
         if indent:
             for node in ast.walk(module):
                 if hasattr(node, "col_offset"):
@@ -158,3 +167,89 @@ def normalize(stmts: list[ast.stmt], rest: list[ast.stmt] | None = None) -> list
             ast.copy_location(new, s)
             return list(stmts[:i]) + [new]
     return list(stmts) + rest
+
+
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+
+
+def compiles_to(node: ast.FunctionDef, code, filename: str) -> bool:
+    """Whether `node` (with the file's line numbers) compiles to `code`: same
+    bytecode, names, constants and line table, so it is the function's own source.
+    Free variables (closures, `super()`) are given an enclosing scope as in the original."""
+    fn_def = ast.FunctionDef(**{f: getattr(node, f) for f in node._fields})
+    ast.copy_location(fn_def, node)
+    body: list[ast.stmt] = [fn_def]
+    if "__class__" in code.co_freevars:
+        body = [ast.ClassDef(name="_enclosing", bases=[], keywords=[], body=body, decorator_list=[])]
+    names = [n for n in code.co_freevars if n != "__class__"]
+    if names:
+        assign = ast.Assign(targets=[ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())],
+                            value=ast.Tuple([ast.Constant(None) for _ in names], ast.Load()))
+        body = [ast.FunctionDef(name="_enclosing", args=ast.arguments([], [], None, [], [], None, []),
+                                body=[assign, *body], decorator_list=[], returns=None, type_comment=None)]
+    # A module-level import changes how calls on the imported name compile (LOAD_ATTR
+    # for `math.log(...)`): the file's imports come first, as in the file.
+    imports = [ast.Import(names=[ast.alias(name)]) for name in sorted(_imported_names(filename))]
+    tree = ast.fix_missing_locations(ast.Module(body=[*imports, *body], type_ignores=[]))
+    try:
+        with warnings.catch_warnings():  # Python warned about this source when it was imported
+            warnings.simplefilter("ignore")
+            compiled = compile(tree, filename, "exec", flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+    except (SyntaxError, ValueError, TypeError):
+        return False
+    found = _find_code(compiled, code.co_name, code.co_firstlineno)
+    return found is not None and _same_code(found, code)
+
+
+def _imported_names(filename: str) -> set[str]:
+    """Names the file binds by `import` outside functions and classes."""
+    text = "".join(linecache.getlines(filename))
+    cached = _IMPORTS.get(filename)
+    if cached is not None and cached[0] == text:
+        return cached[1]
+    names: set[str] = set()
+    try:
+        stack = list(ast.parse(text).body)
+    except (SyntaxError, ValueError):
+        stack = []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt))
+    _IMPORTS[filename] = (text, names)
+    return names
+
+
+_IMPORTS: dict[str, tuple[str, set[str]]] = {}
+
+
+def _find_code(code, name: str, firstlineno: int):
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == name and const.co_firstlineno == firstlineno:
+                return const
+            inner = _find_code(const, name, firstlineno)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _same_code(a, b) -> bool:
+    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars, a.co_argcount,
+            a.co_kwonlyargcount, a.co_firstlineno) != (b.co_code, b.co_names, b.co_varnames, b.co_freevars,
+                                                        b.co_cellvars, b.co_argcount, b.co_kwonlyargcount,
+                                                        b.co_firstlineno):
+        return False
+    if list(a.co_lines()) != list(b.co_lines()) or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not _same_code(x, y):
+                return False
+        elif type(x) is not type(y) or x != y and not (x != x and y != y):  # NaN constants
+            return False
+    return True

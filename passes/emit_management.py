@@ -24,6 +24,7 @@ from approx_dialect import (
     YieldOp,
     symbol_name,
 )
+from approx_dialect.annotations import state_indices
 from approx_dialect.diagnostics import ApproxError
 from passes.ir_utils import ModuleSymbols, first_knob
 from approx_dialect.param import AnnotationParamOp
@@ -48,10 +49,13 @@ def _at_start(knob: KnobOp, op) -> None:
 
 def _state_region(symbols: ModuleSymbols, knob: KnobOp, ann) -> tuple[list, Region]:
     """The function arguments at `state_indices`, and a region calling the state function on them."""
-    state_fn = symbols.lookup(ann.state_function.data, ann, "state function")
-    func_args = knob.parent_op().body.block.args
-    state_args = [func_args[i] for i in ann.state_indices.get_values()]
+    func = knob.parent_op()
+    state_args = [func.body.block.args[i] for i in state_indices(ann, func)]
     block = Block(arg_types=[a.type for a in state_args])
+    if ann.state_function is None:  # the argument is the state (ApproxMLIR's identity default)
+        block.add_op(YieldOp(*block.args))
+        return state_args, Region(block)
+    state_fn = symbols.lookup(ann.state_function.data, ann, "state function")
     call = CallOp(symbol_name(ann.state_function.data), block.args, state_fn.function_type.outputs.data)
     block.add_ops([call, YieldOp(*call.results)])
     return state_args, Region(block)

@@ -10,6 +10,7 @@ from xdsl.passes import ModulePass
 
 from approx_dialect import KnobOp
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.nesting import walk
 from passes.ir_utils import ops_of
 
 # Which pass removes each leftover op, for the error message.
@@ -54,7 +55,7 @@ class FinalizeApproxPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for knob in reversed(ops_of(op, KnobOp)):
             inline_knob(knob)
-        for leftover in op.walk():
+        for leftover in walk(op):
             if leftover.name.startswith("approx."):
                 by = _REMOVED_BY.get(leftover.name, "emit-management")
                 raise ApproxError(f"'{leftover.name}' is still present; run {by} before finalize-approx", leftover)

@@ -11,6 +11,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from approx_dialect import KnobOp, symbol_name
 from approx_dialect.annotations import function_table
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.nesting import walk
 
 
 class ModuleSymbols:
@@ -57,7 +58,7 @@ def parent_func(op: Operation) -> FuncOp | None:
 
 def ops_of(module: ModuleOp, kind: type) -> list:
     """Snapshot of all ops of a kind, so the caller may rewrite while iterating."""
-    return [op for op in module.walk() if isinstance(op, kind)]
+    return [op for op in walk(module) if isinstance(op, kind)]
 
 
 def clone_ops_before(

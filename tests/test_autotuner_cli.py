@@ -41,9 +41,9 @@ def test_run_writes_the_result_and_resumes(capsys, tuned):
     assert "QoS loss = (QoS_exact - QoS) / QoS_exact (rel_l2)" in text and " static " in text
     result = json.loads((out / "result.json").read_text())
     assert result["program"] == "adaptive_sum.mlir:mean" and result["program_spec"].endswith(":mean")
-    assert result["trials"] == 4 + 6  # static: the knob's 4 values; dynamic: 6
+    assert result["trials"] == 6 + 6  # static: 6 of the knob's 9 values (decision_values 0..8); dynamic: 6
     code, text2, _ = run(capsys, *argv)  # the same command again: the study is complete, nothing re-run
-    assert code == 0 and json.loads((out / "result.json").read_text())["trials"] == 10
+    assert code == 0 and json.loads((out / "result.json").read_text())["trials"] == 12
 
 
 def test_apply_equals_approx_opt_apply_config(capsys, tuned, cli, tmp_path):
@@ -79,8 +79,8 @@ def test_report_writes_the_folder(capsys, tuned, tmp_path):
     (["run", f"{MLIR}:mean", "--inputs", "no_such_module_xyz:f"], "cannot import inputs generator module"),
     (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--budget", "2"],
      "budget must be a QoS-loss fraction in [0, 1]"),
-    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--narrow", "mean=3"],
-     "value 3 is not among its values [0, 2, 4, 8]"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--narrow", "mean=9"],
+     "value 9 is not among its values [0, 1, 2, 3, 4, 5, 6, 7, 8]"),
     (["apply", "--result", "/nonexistent/result.json"], "cannot read the tuning result"),
     (["report"], "give --out DIR, --result FILE, or --storage URL with --study-name"),
 ])

@@ -50,3 +50,26 @@ def test_ctrl_c_stops_all_workers_and_keeps_finished_trials(tmp_path):
     assert 3 <= complete_trials(tmp_path / "study.db") < 40  # kept (resuming is tested in test_autotuner_tune)
     with sqlite3.connect(tmp_path / "study.db") as con:  # no trial left RUNNING: each ended as interrupted
         assert con.execute("select count(*) from trials where state = 'RUNNING'").fetchone()[0] == 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_workers_start_prints_no_traceback(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    cmd = [sys.executable, "-m", "autotuner.cli", "run", f"{ROOT / 'examples/mlir/adaptive_sum.mlir'}:mean",
+           "--inputs", "test_autotuner_cli:adaptive_inputs", "--mode", "dynamic", "--trials", "40",
+           "--repeats", "3", "--jobs", "2", "--out", str(tmp_path), "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "study.db").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the worker processes are being spawned (importing the toolchain)
+        assert proc.poll() is None, proc.communicate()[1]
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith("interrupted: finished trials are kept"), err[-2000:]

@@ -115,16 +115,20 @@ def test_stock_xdsl_opt_loads_the_dialect_and_passes(tmp_path):
     import sys
     from pathlib import Path
 
-    from passes import ALL_PASSES
+    from passes import ALL_PASSES, APPROX_PIPELINE_NAME
     from approx_opt.universe import APPROX_UNIVERSE
 
-    assert set(APPROX_UNIVERSE.all_passes) == set(ALL_PASSES)
+    assert set(APPROX_UNIVERSE.all_passes) == {*ALL_PASSES, APPROX_PIPELINE_NAME}
     src = tmp_path / "p.mlir"
-    src.write_text(PROGRAM)
+    src.write_text(PROGRAM.replace("-> (f64)", "-> f64"))  # upstream's bare result type
     xdsl_opt = Path(sys.executable).parent / "xdsl-opt"
     proc = subprocess.run([str(xdsl_opt), str(src), "-p", "emit-approx"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert '"approx.knob"' in proc.stdout
+    proc = subprocess.run([str(xdsl_opt), str(src), "-p", APPROX_PIPELINE_NAME], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "approx." not in proc.stdout and "scf.index_switch" in proc.stdout
 
 
 def test_emit_irdl_prints_every_op(cli):

@@ -20,7 +20,8 @@ LADDER = module(STATE_OF_N, SUM_LOOP, decision_tree("sum", "loop_perforate", "st
 
 def test_specs_come_from_the_annotations():
     (spec,) = knob_specs(parse_module(LADDER))
-    assert (spec.name, spec.kind, spec.values, spec.num_thresholds) == ("sum", "ladder", (0, 2, 4), 1)
+    # decision_values [0, 2, 4] is the range searched, as ApproxMLIR's tuner reads it
+    assert (spec.name, spec.kind, spec.values, spec.num_thresholds) == ("sum", "ladder", (0, 1, 2, 3, 4), 1)
     assert spec.bounds(0) == (0, 100)
     (static,) = knob_specs(parse_module(module(SUM_LOOP, static_transform("sum", "loop_truncate", 0))))
     assert static.kind == "static" and static.values == (0, 2, 3, 4, 8)
@@ -40,7 +41,7 @@ def test_configuration_sets_the_program(config, n, stride):
 
 @pytest.mark.parametrize("config, message", [
     ({"nope": {"knob_val": 1}}, "unknown knob 'nope'"),
-    ({"sum": {"knob_val": 3}}, "knob value 3 is not among its values [0, 2, 4]"),
+    ({"sum": {"knob_val": 5}}, "knob value 5 is not among its values [0, 1, 2, 3, 4]"),
     ({"sum": {"thresholds": [500], "decisions": [0, 2]}}, "threshold 0 = 500 is outside its range [0, 100]"),
     ({"sum": {"bogus": 1}}, "has none of the expected keys"),
 ])
@@ -57,7 +58,7 @@ def test_cli_applies_a_saved_configuration_and_lists_knobs(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "arith.constant 4 : index" in proc.stdout
     listed = json.loads(cli(str(src), "--list-knobs").stdout)
-    assert listed[0]["name"] == "sum" and listed[0]["values"] == [0, 2, 4]
+    assert listed[0]["name"] == "sum" and listed[0]["values"] == [0, 1, 2, 3, 4]
     cfg.write_text("{bad json")
     bad = cli(str(src), "--apply-config", str(cfg))
     assert bad.returncode == 1 and "configuration is not JSON" in bad.stderr

@@ -75,7 +75,7 @@ def ladder(**kw) -> str:
     "text, message",
     [
         (ladder(decisions=[0, 2, 3]), "1 thresholds need 2 decisions (len(decisions) == len(thresholds) + 1), got 3"),
-        (ladder(decisions=[0, 5], values=[0, 1, 2]), "decision 5 is not among decision_values [0, 1, 2]"),
+        (ladder(decisions=[0, -1], values=[0, 1, 2]), "decisions must be >= 0"),
         (ladder(thresholds=[50], uppers=(10,)), "threshold 0 = 50 is outside its range [0, 10]"),
         (ladder(thresholds=[9, 3], decisions=[0, 1, 2]), "thresholds must be ascending"),
         (ladder(transform="loop_unroll"), "unknown transform_type 'loop_unroll'"),

@@ -255,6 +255,20 @@ def test_bad_arguments(scalars, memrefs):
         memrefs.sum([1.0, 2.0])
 
 
+def test_integers_outside_their_type_are_errors_not_wrapped(scalars):
+    assert scalars.mul_i64(2**62, 1) == 2**62 and scalars.mul_i64(-(2**63), 1) == -(2**63)
+    with pytest.raises(ApproxError, match=r"@mul_i64 argument 0: 18446744073709551619 does not fit in i64"):
+        scalars.mul_i64(2**64 + 3, 1)
+    with pytest.raises(ApproxError, match=r"@mul_i64 argument 1: -9223372036854775809 does not fit in i64"):
+        scalars.mul_i64(1, -(2**63) - 1)
+    with pytest.raises(ApproxError, match=r"@add_i32 argument 0: 2147483648 does not fit in i32"):
+        scalars.add_i32(2**31, 0)
+    with pytest.raises(ApproxError, match=r"@divmod argument 0: .* does not fit in i64"):
+        scalars.divmod(2**64 + 3, 2)  # the path with results in a structure
+    with pytest.raises(ApproxError, match="@next argument 0: expected index, got str"):
+        scalars.next("3")
+
+
 def test_private_declaration_and_unknown_names(scalars):
     with pytest.raises(ApproxError, match="@external is an external declaration"):
         scalars.external(1)

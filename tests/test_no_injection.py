@@ -183,6 +183,11 @@ ALLOWED = {
     ("frontends/pygen.py", "exec"): "runs Python generated from typed IR only (names v<i>/f<i>, constants via K)",
     ("frontends/pygen.py", "compile"): "compiles that generated source (the same exec)",
     ("tests/hostile.py", "exec"): "the positive control: shows the hostile payloads do run when pasted into code",
+    ("frontends/source.py", "compile"): "compiles a decorated function's own source (never runs it) to check "
+                                        "that it is the code of the function that runs",
+    ("tests/test_frontend_source.py", "exec"): "defines a function from a constant test program, as a user's "
+                                               "generated code would (the decorator must reject it)",
+    ("tests/test_frontend_source.py", "compile"): "compiles that constant test program",
     ("autotuner/workers.py", "import pickle"): "pickle.dumps only, to check a job can reach its own spawned "
                                                "worker processes (multiprocessing); nothing is unpickled from files",
 }

@@ -13,7 +13,8 @@ from passes import ALL_PASSES, APPROX_PIPELINE_NAME
 from tests.fuzz import mutate
 from tests.fuzz.corpus import ANNOTATIONS, KNOWN_TRANSFORMS, UNKNOWN_TRANSFORMS, function_names, seeds
 
-FLAGS = ("--print-op-generic", "--print-no-properties", "--split-input-file", "--verify-each", "--list-knobs")
+FLAGS = ("--print-op-generic", "--print-no-properties", "--split-input-file", "--verify-each", "--no-verify-each",
+         "--list-knobs", "--allow-unregistered-dialect")
 PASS_NAMES = (APPROX_PIPELINE_NAME, *ALL_PASSES)
 
 
@@ -27,6 +28,7 @@ class Case:
     config: str | None = None
     flags: tuple[str, ...] = ()
     python: bool = False  # `data` is a Python module: `approx-opt --from-python MODULE:f`
+    expect: str | None = None  # "output": a valid input, an error is a finding
 
     def describe(self) -> str:
         head = self.data[:2000].decode("utf-8", "replace")
@@ -114,7 +116,8 @@ def insert_in_module(text: str, extra: str) -> str:
 
 # ---------------------------------------------------------------- mlir inputs
 
-MUTATIONS = ("bytes", "tokens", "lines", "attrs", "numbers", "unicode", "nesting", "annotation")
+MUTATIONS = ("bytes", "tokens", "lines", "attrs", "numbers", "unicode", "nesting", "annotation", "bare_types",
+             "approxmlir")
 
 
 @st.composite
@@ -141,6 +144,10 @@ def mutated_mlir(draw) -> tuple[str, bytes]:
             data = mutate.unicode_mutation(draw, data)
         elif k == "nesting":
             data = mutate.nesting_mutation(draw, data)
+        elif k == "bare_types":
+            data = mutate.bare_result_types(draw, data)
+        elif k == "approxmlir":
+            data = mutate.approxmlir_attributes(draw, data)
         else:
             data = insert_in_module(data, draw(annotations(funcs)))
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
@@ -153,7 +160,7 @@ def pipelines(draw) -> str:
     items = []
     for _ in range(draw(st.integers(0, 7))):
         name = draw(st.one_of(st.sampled_from(PASS_NAMES), st.sampled_from(
-            ["", "no-such-pass", "builtin.module", "func.func", "canonicalize", "cse", "emit_approx", "é", " "])))
+            ["", "no-such-pass", "builtin.module", "func.func", "canonicalize", "cse", "dce", "emit_approx", "é", " "])))
         if draw(st.integers(0, 3)) == 0:
             opts = draw(st.lists(st.tuples(st.sampled_from(["opt", "x", "knob-val", "", "a b", "{"]),
                                            st.sampled_from(["1", "true", "", "x", "{}", "[1,2]", "'q'", '"q"', "é"])),
@@ -238,9 +245,61 @@ def python_cases(draw) -> Case:
     return Case("python", draw(python_modules()).encode(), passes, None, draw(_flags()), python=True)
 
 
+SPLIT_MARKER = "// -----"
+
+
+@st.composite
+def split_cases(draw) -> Case:
+    """`--split-input-file` on 2-5 chunks (seeds, some mutated) between marker lines,
+    and marker look-alikes that must not split: one error line per bad chunk."""
+    chunks = []
+    for _ in range(draw(st.integers(2, 5))):
+        if draw(st.booleans()):
+            chunks.append(draw(st.sampled_from(seeds()))[1])
+        else:
+            data = draw(mutated_mlir())[1]
+            chunks.append(data.decode("utf-8", "replace"))
+    decoys = ["", "// ----- not a marker", "  // -----  ", "%x = arith.constant 1 : i32 // -----"]
+    joined = ""
+    for i, chunk in enumerate(chunks):
+        if i:
+            joined += SPLIT_MARKER + "\n"
+            decoy = draw(st.sampled_from(decoys))
+            joined += decoy + "\n" if decoy else ""
+        joined += chunk if chunk.endswith("\n") else chunk + "\n"
+    passes = draw(st.sampled_from(COMMON_PIPELINES))
+    return Case("split", joined.encode("utf-8", "surrogatepass"), passes, None, ("--split-input-file",))
+
+
+@st.composite
+def size_cases(draw) -> Case:
+    """A seed with upstream-only syntax (bare result types) and other mutations: the
+    oracle runs it as it is and padded past the size where the upstream parser takes
+    over, and the answers must be the same (one parser behaviour, whatever the size)."""
+    name, text = draw(st.sampled_from(seeds()))
+    text = mutate.bare_result_types(draw, text)
+    for k in draw(st.lists(st.sampled_from(["approxmlir", "numbers", "tokens", "annotation"]), max_size=2)):
+        if k == "approxmlir":
+            text = mutate.approxmlir_attributes(draw, text)
+        elif k == "numbers":
+            text = mutate.number_mutation(draw, text)
+        elif k == "tokens":
+            text = mutate.token_mutation(draw, text)
+        else:
+            text = insert_in_module(text, draw(annotations(function_names(text))))
+    return Case("size", text.encode("utf-8", "surrogatepass"), draw(st.sampled_from(COMMON_PIPELINES)))
+
+
+@st.composite
+def deep_cases(draw) -> Case:
+    """A valid program nested hundreds to 1,500 regions deep: output, not an error."""
+    text, depth = mutate.deep_program(draw)
+    return Case(f"deep:{depth}", text.encode(), draw(st.sampled_from(["", APPROX_PIPELINE_NAME])), expect="output")
+
+
 def cases() -> st.SearchStrategy[Case]:
     """Every kind of input, mutated MLIR most often (it reaches the most code)."""
     from tests.fuzz.kernels import generated_cases
 
     return st.one_of(mlir_cases(), mlir_cases(), mlir_cases(), pipeline_cases(), config_cases(), generated_cases(),
-                     python_cases())
+                     python_cases(), split_cases(), size_cases(), deep_cases())

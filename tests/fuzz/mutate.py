@@ -174,3 +174,57 @@ def nesting_mutation(draw, text: str) -> str:
         body = "(" * depth + ")" * draw(st.integers(0, depth))
     i = text.find("{") + 1 if "module" in text[:200] and draw(st.booleans()) else len(text)
     return text[:i] + "\n" + body + text[i:]
+
+
+_PAREN_RESULT = re.compile(r"(iter_args\([^()]*\)\s*->\s*|scf\.if\s+%[\w$.-]+\s*->\s*)\(([^(),]+)\)")
+
+
+def bare_result_types(draw, text: str) -> str:
+    """`-> (f32)` after iter_args / an scf.if condition written `-> f32`, as upstream
+    MLIR (and ApproxMLIR's inputs) allow; some or all occurrences."""
+    every = draw(st.booleans())
+    return _PAREN_RESULT.sub(lambda m: m.group(1) + m.group(2) if every or draw(st.booleans()) else m.group(0), text)
+
+
+_DECISION_TREE = re.compile(r'("approx\.util\.annotation\.decision_tree"\(\)\s*<\{)([^}]*)(\}>)')
+
+
+def approxmlir_attributes(draw, text: str) -> str:
+    """A decision_tree annotation as ApproxMLIR's inputs write it: without
+    state_indices / state_function (its runtime's defaults), decisions outside the
+    decision_values range, one attribute per line."""
+
+    def rewrite(m: re.Match) -> str:
+        entries = [e.strip() for e in re.split(r",\s*(?=[A-Za-z_]+\s*=)", m.group(2)) if e.strip()]
+        if draw(st.booleans()):
+            drop = draw(st.sampled_from([("state_indices",), ("state_function",), ("state_indices", "state_function")]))
+            entries = [e for e in entries if e.split("=")[0].strip() not in drop]
+        if draw(st.booleans()):
+            entries = [f"decision_values = {_array_i32(draw(st.lists(st.integers(0, 3), min_size=1, max_size=3)))}"
+                       if e.startswith("decision_values") else e for e in entries]
+        if draw(st.booleans()):
+            return m.group(1) + "\n    " + ",\n    ".join(entries) + "\n" + m.group(3)
+        return m.group(1) + ", ".join(entries) + m.group(3)
+
+    return _DECISION_TREE.sub(rewrite, text)
+
+
+def _array_i32(values: list[int]) -> str:
+    return f"array<i32: {', '.join(map(str, values))}>"
+
+
+def deep_program(draw) -> tuple[str, int]:
+    """A valid program nested `depth` regions deep (upstream MLIR accepts such depths):
+    approx-opt must give output, up to approx_dialect.nesting.MAX_NESTING levels."""
+    depth = draw(st.one_of(st.integers(100, 400), st.sampled_from([999, 1000, 1500])))
+    kind = draw(st.sampled_from(["if", "execute_region", "for"]))
+    if kind == "execute_region":  # two brackets a level: `({`
+        depth = min(depth, 1000)
+    if kind == "if":
+        body = "scf.if %c {\n" * depth + "}\n" * depth
+    elif kind == "execute_region":
+        body = '"scf.execute_region"() ({\n' * depth + '"scf.yield"() : () -> ()\n}) : () -> ()\n' * depth
+    else:
+        body = "".join(f"scf.for %i{k} = %l to %u step %s {{\n" for k in range(depth)) + "}\n" * depth
+    text = ("func.func @deep(%c: i1, %l: index, %u: index, %s: index) {\n" + body + "return\n}\n")
+    return text, depth

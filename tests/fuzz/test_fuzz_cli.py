@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.gen_module import generate
-from tests.fuzz.inputs import Case, config_cases, mlir_cases, pipeline_cases, python_cases
+from tests.fuzz.inputs import Case, config_cases, deep_cases, mlir_cases, pipeline_cases, python_cases, size_cases, split_cases
 from tests.fuzz.kernels import generated_cases
 from tests.fuzz.oracle import run_in_process, run_in_subprocess
 
@@ -81,3 +81,25 @@ def test_in_process_and_command_agree(case):
     a, b = run_in_process(case), run_in_subprocess(case)
     same_files = lambda o: re.sub(r"\S*/(input\.mlir|config\.json)", r"\1", o.stderr.strip())  # noqa: E731
     assert (a.rc, same_files(a)) == (b.rc, same_files(b)), case.describe()
+
+
+@fuzz_settings(30)
+@given(split_cases())
+def test_split_input_file_chunks(case):
+    """Chunks between `// -----` lines (and look-alikes that are not markers): the good
+    chunks' output, one located error per bad chunk."""
+    check(case)
+
+
+@fuzz_settings(30)
+@given(size_cases())
+def test_the_same_answer_below_and_above_the_upstream_parsers_size(case):
+    """Inputs with upstream-only syntax (`-> f32` result types, ApproxMLIR's attribute
+    layout), run as they are and padded past 20,000 characters: the same output or error."""
+    check(case)
+
+
+@fuzz_settings(3)
+@given(deep_cases())
+def test_deeply_nested_valid_programs_give_output(case):
+    check(case)
