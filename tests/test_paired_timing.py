@@ -45,9 +45,10 @@ def test_load_drift_does_not_move_the_speedup():
     steady, drifted = _measure(1.0), _measure(3.0)
     for got in (steady, drifted):
         assert got.speedup_low <= got.speedup <= got.speedup_high
-        assert 1.6 < got.speedup < 2.4, got
-    # the drifted speedup lies within the steady measurement's interval (widened by its own)
-    assert drifted.speedup_low - 0.15 <= steady.speedup <= drifted.speedup_high + 0.15
+        assert 1.4 < got.speedup < 2.4, got
+    # the same speedup with and without the drift: the intervals meet, up to the sleeps' jitter on a busy
+    # machine (timed against the exact time taken before the drift, the speedup would read 2 / 3 = 0.67x)
+    assert drifted.speedup_low <= steady.speedup_high * 1.1 and steady.speedup_low <= drifted.speedup_high * 1.1
     assert drifted.exact_seconds > 2 * steady.exact_seconds  # the exact program was re-timed under the drift
 
 
