@@ -42,6 +42,7 @@ CACHE_NAME = "smollm2-135m-instruct-f32"
 ADAPTED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 DEFAULT_MAX_NEW_TOKENS = 16
+CHAT_TOKENS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>")
 ADAPTER = Path(__file__).resolve().parents[3] / "examples" / "models" / "smollm2_lora.npz"
 
 
@@ -186,6 +187,14 @@ def truncated(model, layers: int):
     return clone.eval()
 
 
+def stop_ids(tokenizer) -> list[int]:
+    """Token ids that end an answer: the tokenizer's end of sequence and the chat
+    template's control tokens (a model opening a new turn has finished its own;
+    transformers versions differ in which of them a GGUF tokenizer calls EOS)."""
+    ids = {tokenizer.eos_token_id, *(tokenizer.convert_tokens_to_ids(t) for t in CHAT_TOKENS)}
+    return sorted(t for t in ids if isinstance(t, int) and t >= 0 and t != tokenizer.unk_token_id)
+
+
 def chat_prompt(tokenizer, question: str, contexts) -> str:
     """The prompt the model is trained and asked with: `build_prompt` as the user
     turn of the model's chat template, the assistant turn opened."""
@@ -206,8 +215,7 @@ class SmolLM2(AnswerModel):
         self.depth = self.layers = len(model.model.layers)
         self.exits = tuple(exits)  # early-exit depths the adapters were trained for
         self.precision = "float32"
-        self.eos = sorted({t for t in (tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>"))
-                           if isinstance(t, int) and t >= 0})
+        self.eos = stop_ids(tokenizer)
         self._variants: dict[tuple[str, int], SmolLM2] = {("float32", self.depth): self}
 
     @classmethod
