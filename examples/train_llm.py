@@ -23,7 +23,7 @@ examples/models/llm_metrics.json. Seeds fixed; on an H100 about 4 minutes of tra
 and 5 of evaluation.
 
     python -m examples.train_llm [--epochs 2] [--rank 8] [--exits 25 20] [--device cuda]
-    python -m examples.train_llm --adapter examples/models/smollm2_lora.npz   # evaluate only
+    python -m examples.train_llm --adapter examples/models/smollm2_lora.npz [--depths 20]   # evaluate only
 
 Rank 8 keeps the adapter file near 6 MB (float16); depth 15 did not learn to answer
 in this budget (0.5 % containment), depth 25 does.
@@ -175,7 +175,7 @@ def evaluate(model, tok, args, save=lambda results: None) -> dict:
                 "bm25_top3": [[squad.paragraphs()[i] for i in bm25.top(q.question, 3)] for q in qs]}
     full = SmolLM2(model, tok, exits=tuple(args.exits))
     results = {"questions": len(qs), "max_new_tokens": args.eval_tokens, "precision": "float32"}
-    for depth in [full.depth, *sorted(args.exits, reverse=True)]:
+    for depth in args.depths or [full.depth, *sorted(args.exits, reverse=True)]:
         lm = full.with_layers(depth)
         for setting, ctx in contexts.items():
             scores = np.zeros(3)
@@ -209,7 +209,9 @@ def main() -> None:
     p.add_argument("--eval-tokens", type=int, default=16)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", type=Path, default=OUT)
-    p.add_argument("--adapter", type=Path, default=None, help="evaluate these trained adapters, train nothing")
+    p.add_argument("--adapter", type=Path, default=None,
+                   help="evaluate these trained adapters, train nothing (figures added to OUT/llm_metrics.json)")
+    p.add_argument("--depths", type=int, nargs="*", default=None, help="depths to evaluate (default: 30 and the exits)")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     metrics = args.out / "llm_metrics.json"
@@ -218,18 +220,21 @@ def main() -> None:
         model, tok = load_base()
         args.exits = list(load_adapter(model, args.adapter))
         model.to(args.device)
-        info = json.loads(metrics.read_text())["training"] if metrics.is_file() else {}
+        before = json.loads(metrics.read_text()) if metrics.is_file() else {}
+        info, earlier = before.get("training", {}), before.get("evaluation", {})
     else:
         model, tok, info = train(args)
+        earlier = {}
         adapter = args.out / "smollm2_lora.npz"
         save_adapter(model, adapter, args.rank, args.alpha, args.exits)
         info.update(file=adapter.name, bytes=adapter.stat().st_size, device=device)
         info["command"] = "python -m examples.train_llm " + " ".join(
             f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
-            for k, v in vars(args).items() if k not in ("out", "device", "adapter"))
+            for k, v in vars(args).items() if k not in ("out", "device", "adapter", "depths"))
 
     def save(results):
-        metrics.write_text(json.dumps({"training": info, "evaluation": {**results, "device": device}}, indent=2) + "\n")
+        evaluation = {**earlier, **results, "device": device}
+        metrics.write_text(json.dumps({"training": info, "evaluation": evaluation}, indent=2) + "\n")
 
     save({})
     evaluate(model, tok, args, save)
