@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from autotuner.metrics import containment
+from autotuner.metrics import containment, exact_match, token_f1
 from examples import squad
 from frontends.components.llm.smollm import (SmolLM2, attach_exit_maps, attach_lora, chat_prompt, load_adapter, load_base,
                                              save_adapter, trained_names)
@@ -183,7 +183,7 @@ def evaluate(model, tok, args, save=lambda results: None) -> dict:
             start = time.time()
             for q, c in zip(qs, ctx):
                 text = lm.answer(q.question, c, args.eval_tokens).text
-                scores += [containment(text, q.answers), squad.f1(text, q.answers), squad.exact_match(text, q.answers)]
+                scores += [containment(text, q.answers), token_f1(text, q.answers), exact_match(text, q.answers)]
                 if len(examples) < 5:
                     examples.append({"question": q.question, "answer": text, "gold": q.answers[0]})
             c, f, e = (100 * scores / len(qs)).round(1).tolist()
