@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
+from autotuner.search import DEFAULT_SAMPLER, SAMPLERS
 
 WHERE = "<approx-tune>"
 
@@ -53,7 +54,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=float, default=0.05, help="largest QoS loss, a fraction (default 0.05)")
     r.add_argument("--trials", type=int, default=40, help="evaluations per mode, in total over resumes (default 40)")
     r.add_argument("--mode", default="both", choices=["static", "dynamic", "both"])
-    r.add_argument("--sampler", default="nsga2", help="nsga2 (default), predictive, tpe, gp, random")
+    r.add_argument("--sampler", default=DEFAULT_SAMPLER,
+                   help=f"{', '.join(SAMPLERS)} (default {DEFAULT_SAMPLER}: the fewest evaluations to the front "
+                   "in bench/tuning_bench.py)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--jobs", type=int, default=1, help="worker processes on this machine")
     r.add_argument("--storage", help="SQLAlchemy URL (postgresql://user@host/db: workers on several machines "

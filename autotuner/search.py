@@ -1,7 +1,9 @@
 """The search: an Optuna multi-objective study (minimise QoS loss, maximise
 speedup) under the constraint QoS loss <= budget, with staged evaluation.
 
-- Samplers: NSGA-II (default), TPE (multivariate, constant liar), GP, random.
+- Samplers: predictive (default: additive models of loss and time, expected
+  hypervolume gain; `autotuner/predictive.py`), NSGA-II, TPE (multivariate,
+  constant liar), GP, random.
   Each trial's sampler is seeded from (seed, index of the trial among those that
   are not re-runs). An interrupted trial (Ctrl-C, a killed worker or run) is run
   again as a queued re-run of its configuration with its index, so a study
@@ -40,6 +42,7 @@ from approx_dialect.diagnostics import ApproxError
 from autotuner.space import SearchSpace
 
 SAMPLERS = ("nsga2", "predictive", "tpe", "gp", "random")
+DEFAULT_SAMPLER = "predictive"  # bench/tuning_bench.py: the best measured on every landscape
 CONSTRAINT = "qos_loss_over_budget"
 
 

@@ -124,7 +124,7 @@ def _check(budget, n_trials, jobs, mode, stage_fraction) -> None:
 
 
 def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0.05, n_trials: int = 40,
-         mode: str = "both", sampler: str = "nsga2", seed: int = 0, storage: str | None = None,
+         mode: str = "both", sampler: str = search.DEFAULT_SAMPLER, seed: int = 0, storage: str | None = None,
          study_name: str | None = None, out_dir: str | Path | None = None, jobs: int = 1,
          eval_ratio: float = 5.0, eval_inputs=None, eval_references=None, repeats: int = 5,
          stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
