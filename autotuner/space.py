@@ -226,6 +226,34 @@ class SearchSpace:
                 out.append({**base, d.name: self._setting(d, vals[len(vals) // 2])})
         return out
 
+    def lift(self, config: dict[str, dict]) -> dict[str, dict] | None:
+        """The configuration of this space that behaves as `config` (a static one in
+        dynamic mode: every decision its value; a ladder with equal decisions in static
+        mode: that value), or None when `config` is not one of this space (other knobs,
+        values outside it, a fixed knob set otherwise)."""
+        if set(config) != {d.name for d in self.dims}:
+            return None
+        out = {}
+        for d in self.dims:
+            s = dict(config[d.name])
+            if "knob_val" not in s:
+                decisions = s.get("decisions", s.get("tree_decisions", []))
+                if not d.dynamic and len(set(decisions)) == 1:
+                    s = {"knob_val": decisions[0]}
+            elif d.dynamic:
+                s = self._setting(d, s["knob_val"])
+            if d.fixed is not None and s != d.fixed:
+                return None
+            values = [s["knob_val"]] if "knob_val" in s else s.get("decisions", s.get("tree_decisions"))
+            if d.fixed is None and (not values or any(v not in d.values for v in values)):
+                return None
+            if d.dynamic and d.fixed is None and not d.tree_features and (
+                    len(s.get("thresholds", [])) != len(d.bounds) or
+                    any(not lo <= t <= hi for t, (lo, hi) in zip(s["thresholds"], d.bounds))):
+                return None
+            out[d.name] = s
+        return out
+
     def size(self) -> int | None:
         """Number of distinct configurations, or None when thresholds are searched."""
         n = 1
