@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import optuna
+from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
 from autotuner import search
@@ -94,10 +95,11 @@ def copy_trials(study: optuna.Study, space: SearchSpace, source: optuna.Study, b
 
 def warm_start(study: optuna.Study, space: SearchSpace, mode: str, budget: float, settings: dict,
                storage: str, base: str, earlier: str | None) -> list[str]:
-    """On a new study of `mode`: copy the trials of this run's static study (for the
-    dynamic mode) and of the earlier study `earlier`; notes saying what was reused."""
-    if study.get_trials(deepcopy=False):
-        return []
+    """On a new study of `mode` (no trials but queued ones): copy the trials of this
+    run's static study (for the dynamic mode) and of the earlier study `earlier`;
+    notes saying what was reused."""
+    if any(t.state != TrialState.WAITING or search.REUSED in t.user_attrs for t in study.get_trials(deepcopy=False)):
+        return []  # not new (queued first trials are fine: `examples/systems/tuning.py` queues them)
     sources = []
     if mode == "dynamic":
         sources.append(load_source(storage, base, "static"))
