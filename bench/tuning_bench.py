@@ -158,16 +158,19 @@ def main(argv: list[str] | None = None) -> dict:
     from bench.tuning_landscapes import NAMES, Landscape
 
     p = argparse.ArgumentParser(description="tuning efficiency on recorded landscapes")
-    p.add_argument("methods", nargs="*", default=[DEFAULT_SAMPLER, "nsga2", "tpe", "random"], choices=SAMPLERS)
+    p.add_argument("methods", nargs="*", help=f"of {', '.join(SAMPLERS)}; default: {DEFAULT_SAMPLER}, nsga2, tpe, "
+                   "random (gp takes minutes per seed)")
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--landscape", action="append", choices=NAMES)
     a = p.parse_args([] if argv is None else argv)
+    if set(a.methods) - set(SAMPLERS):
+        p.error(f"unknown sampler {sorted(set(a.methods) - set(SAMPLERS))[0]!r} (samplers: {', '.join(SAMPLERS)})")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     print("\n## Tuning efficiency: searches replayed on recorded landscapes")
     out = {}
     for name in a.landscape or NAMES:
         land = Landscape.load(name)
-        out[name] = bench_landscape(land, a.methods, a.seeds)
+        out[name] = bench_landscape(land, a.methods or [DEFAULT_SAMPLER, "nsga2", "tpe", "random"], a.seeds)
         print_table(land, out[name], DEFAULT_SAMPLER)
     return out
 
