@@ -121,3 +121,18 @@ def test_default_sampler_finds_the_recorded_dots_front_within_a_tenth_of_the_spa
     order = replay(land, search.DEFAULT_SAMPLER, 0, 13)
     assert len(order) == 13 == len(set(order))  # 10 % of 125, no configuration twice
     assert hypervolume(order, land.budget) >= 0.95 * hypervolume(list(land.table.values()), land.budget)
+
+
+def test_report_shows_the_hypervolume_over_evaluations(tmp_path):
+    from autotuner.report import write_report
+    from autotuner.results import TuningResult
+
+    result = TuningResult("p.mlir:main", "rel_l2", 0.05, 6, 0, 1.0,
+                          hypervolume={"static": [0.0, 0.0, 0.01, 0.02, 0.02, 0.02, 0.02]})
+    index = write_report(result, tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "static: 6 evaluations, hypervolume 0.02, last grew at evaluation 3" in summary
+    assert "| hypervolume | 0 | 0 | 0.01 | 0.02 | 0.02 |" in summary  # after 0, 1, 2, 5, 6 evaluations
+    svg = (tmp_path / "hypervolume.svg").read_text()
+    assert svg.count("<polyline") == 1 and "static" in svg
+    assert "Search progress" in index.read_text() and "last grew at evaluation 3" in index.read_text()
