@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
     import optuna
 
     from autotuner.search import DEFAULT_SAMPLER, SAMPLERS
-    from bench.tuning_landscapes import NAMES, Landscape
+    from bench.tuning_landscapes import DIR, NAMES, Landscape
 
     p = argparse.ArgumentParser(description="tuning efficiency on recorded landscapes")
     p.add_argument("methods", nargs="*", help=f"of {', '.join(SAMPLERS)}; default: {DEFAULT_SAMPLER}, nsga2, tpe, "
@@ -169,6 +169,9 @@ def main(argv: list[str] | None = None) -> dict:
     print("\n## Tuning efficiency: searches replayed on recorded landscapes")
     out = {}
     for name in a.landscape or NAMES:
+        if not (DIR / f"{name}.json").exists():
+            print(f"\n### {name}: not recorded (python bench/tuning_landscapes.py record {name})")
+            continue
         land = Landscape.load(name)
         out[name] = bench_landscape(land, a.methods or [DEFAULT_SAMPLER, "nsga2", "tpe", "random"], a.seeds)
         print_table(land, out[name], DEFAULT_SAMPLER)
