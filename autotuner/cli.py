@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
+from autotuner.search import DEFAULT_SAMPLER, SAMPLERS
 
 WHERE = "<approx-tune>"
 
@@ -56,7 +57,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=float, default=0.05, help="largest QoS loss, a fraction (default 0.05)")
     r.add_argument("--trials", type=int, default=40, help="evaluations per mode, in total over resumes (default 40)")
     r.add_argument("--mode", default="both", choices=["static", "dynamic", "both"])
-    r.add_argument("--sampler", default="nsga2", help="nsga2 (default), predictive, tpe, gp, random")
+    r.add_argument("--sampler", default=DEFAULT_SAMPLER,
+                   help=f"{', '.join(SAMPLERS)} (default {DEFAULT_SAMPLER}: the fewest evaluations to the front "
+                   "in bench/tuning_bench.py)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--jobs", type=int, default=1, help="worker processes on this machine")
     r.add_argument("--storage", help="SQLAlchemy URL (postgresql://user@host/db: workers on several machines "
@@ -78,6 +81,11 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress line on stderr (default: when stderr is a terminal)")
     r.add_argument("--report", action="store_true", help="also write the report to OUT/report")
+    r.add_argument("--warm-start", metavar="STUDY", help="a new study reuses the measurements of an earlier study "
+                   "of the same program and settings (a study name in this storage, or an earlier run's --out "
+                   "folder); the budget may differ")
+    r.add_argument("--patience", type=int, metavar="N", help="stop a mode's search when the front's hypervolume "
+                   "has not grown for N evaluations")
 
     for name, text in (("report", "write the report of a finished study"),
                        ("apply", "write the transformed IR of a front configuration"),
@@ -144,7 +152,7 @@ def cmd_run(a) -> int:
                   budget=a.budget, n_trials=a.trials, mode=a.mode, sampler=a.sampler, seed=a.seed,
                   storage=a.storage, study_name=a.study_name, out_dir=out, jobs=a.jobs, eval_ratio=a.eval_ratio,
                   repeats=a.repeats, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, clock=a.clock,
-                  progress=progress, objective=a.objective,
+                  progress=progress, objective=a.objective, warm_start=a.warm_start, patience=a.patience,
                   money=_load_fn(a.money, "money cost function") if a.money else None)
     out = out or Path("approx-tune") / _safe(result.program)
     result.metric_spec = a.metric

@@ -1,74 +1,141 @@
-"""A model-based sampler for knob spaces of categorical (ordinal) knobs: fit
-additive models of QoS loss and of run time (each knob adds its own effect,
-as ApproxTuner's predictive tuning assumes), predict every configuration not yet
+"""A model-based sampler for knob spaces of ordinal levels (categorical knobs, and
+integer parameters of a few dozen values such as a ladder's thresholds): fit
+additive models of QoS loss and of run time (each knob adds its own effect, as
+ApproxTuner's predictive tuning assumes), predict every configuration not yet
 measured, and propose the one whose predicted point adds the most hypervolume to
 the measured front within the budget.
 
 Why: the knobs of one program mostly act on different parts of it, so their
 effects on loss and time nearly add up; a handful of measurements then predicts
-the rest, where generic samplers (NSGA-II, TPE) need many more evaluations. Each
-knob's effect per level is fitted by least squares with a penalty on the
-difference of neighbouring levels (levels ordered by value), so a level never
-measured is interpolated from its neighbours. Time adds up; loss is predicted
-both as a sum and in quadrature (independent numeric errors), and the proposal
-maximises the hypervolume gain expected over draws between the two and a
-relative model error (wider for levels never measured). Spaces with integer
-parameters (thresholds of dynamic mode) or too many configurations fall back to
-NSGA-II. `bench/tuning_bench.py` measures it against NSGA-II, TPE and random search.
+the rest, where generic samplers (NSGA-II, TPE, a GP) need many more evaluations
+(`bench/tuning_bench.py` measures them on three landscapes). Each knob's effect
+per level is fitted by least squares with a penalty on the difference of
+neighbouring levels (levels ordered by value), so a level never measured is
+interpolated from its neighbours.
+
+A decision ladder's parameters interact (a threshold matters only where the
+decisions on its two sides differ), but its effect still adds up over the inputs:
+every input whose state lies between two neighbouring threshold values takes the
+same decision. So a ladder is modelled by cells (the state ranges between
+neighbouring threshold values), each with its own effect per decision level,
+smoothed across neighbouring cells and levels; configurations that behave alike
+(equal decisions, any thresholds) have one prediction and are measured once.
+
+Time adds up; loss is predicted both as a sum and in quadrature (independent
+numeric errors), and the proposal maximises the hypervolume gain expected over
+draws between the two and a relative model error (wider where the configuration
+uses effects never measured). Other spaces (wide thresholds, decision trees, too
+many configurations) fall back to NSGA-II.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import optuna
-from optuna.distributions import CategoricalDistribution
+from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 
 MAX_CANDIDATES = 200_000
-SMOOTH = 0.05  # weight of the neighbouring-level penalty
+MAX_INT_LEVELS = 64  # an integer parameter with at most this many values is searched as levels
+SMOOTH = 0.1  # weight of the neighbouring-level (and neighbouring-cell) penalty
 DRAWS = 32  # samples of the models' error per proposal
 LOSS_SPREAD, TIME_SPREAD = 0.2, 0.1  # relative error assumed for predicted loss and time
-UNSEEN_SPREAD = 0.1  # added relative loss error per knob level not measured yet
-UNSEEN_TIME_SPREAD = 0.1  # added relative time error per knob level not measured yet
+UNSEEN_SPREAD = 0.2  # added relative loss error per effect not measured yet
+UNSEEN_TIME_SPREAD = 0.2  # added relative time error per effect not measured yet
+LADDER_PARAM = re.compile(r"^(?P<knob>.+)\.(?P<kind>[td])(?P<i>\d+)$")  # autotuner.space's ladder names
 
 
-def _fit(levels: np.ndarray, sizes: list[int], y: np.ndarray) -> np.ndarray:
-    """Additive effects: intercept + one coefficient per (knob, level > 0); returns
-    the coefficient vector over [intercept, knob0 levels 1.., knob1 levels 1.., ...]."""
-    offsets = np.cumsum([1] + [s - 1 for s in sizes[:-1]])
-    ncoef = 1 + sum(s - 1 for s in sizes)
-    x = np.zeros((len(y), ncoef))
-    x[:, 0] = 1.0
-    for k, (off, s) in enumerate(zip(offsets, sizes)):
-        for row, lev in enumerate(levels[:, k]):
-            if lev > 0:
-                x[row, off + lev - 1] = 1.0
-    pen = []
-    for off, s in zip(offsets, sizes):
-        for j in range(s - 1):  # effect(level j+1) - effect(level j), effect(level 0) = 0
-            r = np.zeros(ncoef)
-            r[off + j] = 1.0
-            if j > 0:
-                r[off + j - 1] = -1.0
-            pen.append(r)
-    a = np.vstack([x, SMOOTH * np.array(pen)]) if pen else x
+def levels_of(dist) -> list | None:
+    """The ordered values of a parameter searched as levels, or None (not enumerable)."""
+    if isinstance(dist, CategoricalDistribution):
+        return sorted(dist.choices)
+    if isinstance(dist, IntDistribution) and not dist.log and (dist.high - dist.low) // dist.step < MAX_INT_LEVELS:
+        return list(range(dist.low, dist.high + 1, dist.step))
+    return None
+
+
+class Design:
+    """Features of the additive model for configurations given as level indices
+    (one column per parameter of `names`): an intercept, one indicator per (plain
+    parameter, level > 0), and per ladder one indicator per (cell, decision level > 0);
+    `penalty` rows tie neighbouring levels (and cells) together."""
+
+    def __init__(self, names: list[str], sizes: list[int]):
+        self.plain: list[int] = []
+        ladders: dict[str, dict[str, dict[int, int]]] = {}
+        for col, name in enumerate(names):
+            m = LADDER_PARAM.match(name)
+            if m:
+                ladders.setdefault(m["knob"], {"t": {}, "d": {}})[m["kind"]][int(m["i"])] = col
+            else:
+                self.plain.append(col)
+        self.ladders = []  # (threshold columns, decision columns in order, number of threshold levels)
+        for parts in ladders.values():
+            ts, ds = [parts["t"][i] for i in sorted(parts["t"])], [parts["d"][i] for i in sorted(parts["d"])]
+            t_sizes = {sizes[c] for c in ts}
+            if ts and len(ds) == len(ts) + 1 and len(t_sizes) == 1 and len({sizes[c] for c in ds}) == 1:
+                self.ladders.append((ts, ds, t_sizes.pop()))
+            else:
+                self.plain += ts + ds
+        self.sizes = sizes
+        self.blocks: list[tuple[int, int, int]] = []  # (offset, rows, levels - 1): a grid of coefficients
+        n = 1
+        for col in self.plain:
+            self.blocks.append((n, 1, sizes[col] - 1))
+            n += sizes[col] - 1
+        for ts, ds, t_levels in self.ladders:
+            cells, levels = t_levels + 1, sizes[ds[0]] - 1
+            self.blocks.append((n, cells, levels))
+            n += cells * levels
+        self.ncoef = n
+
+    def rows(self, lev: np.ndarray) -> np.ndarray:
+        x = np.zeros((len(lev), self.ncoef), dtype=np.float32)
+        x[:, 0] = 1.0
+        at = np.arange(len(lev))
+        blocks = iter(self.blocks)
+        for col in self.plain:
+            off, _, _ = next(blocks)
+            on = lev[:, col] > 0
+            x[at[on], off + lev[on, col] - 1] = 1.0
+        for ts, ds, t_levels in self.ladders:
+            off, cells, levels = next(blocks)
+            t_idx = lev[:, ts]
+            for cell in range(cells):  # states in `cell` are at or above the thresholds of lower level index
+                region = (t_idx < cell).sum(axis=1)
+                decision = lev[:, ds][at, region]
+                on = decision > 0
+                x[at[on], off + cell * levels + decision[on] - 1] = 1.0
+        return x
+
+    def penalty(self) -> np.ndarray:
+        pen = []
+        for off, cells, levels in self.blocks:
+            for cell in range(cells):
+                for j in range(levels):  # effect(level j+1) - effect(level j), effect(level 0) = 0
+                    r = np.zeros(self.ncoef)
+                    r[off + cell * levels + j] = 1.0
+                    if j > 0:
+                        r[off + cell * levels + j - 1] = -1.0
+                    pen.append(r)
+                    if cell > 0:  # neighbouring cells alike
+                        r = np.zeros(self.ncoef)
+                        r[off + cell * levels + j], r[off + (cell - 1) * levels + j] = 1.0, -1.0
+                        pen.append(r)
+        return np.array(pen).reshape(-1, self.ncoef)
+
+
+def _fit(x: np.ndarray, pen: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least squares with the smoothing penalty; the coefficient vector."""
+    a = np.vstack([x, SMOOTH * pen])
     rhs = np.concatenate([y, np.zeros(len(pen))])
     coef, *_ = np.linalg.lstsq(a, rhs, rcond=None)
     return coef
-
-
-def _predict(coef: np.ndarray, levels: np.ndarray, sizes: list[int]) -> np.ndarray:
-    out = np.full(len(levels), coef[0])
-    off = 1
-    for k, s in enumerate(sizes):
-        eff = np.concatenate([[0.0], coef[off:off + s - 1]])
-        out += eff[levels[:, k]]
-        off += s - 1
-    return out
 
 
 def hv_gains(front: list[tuple[float, float]], loss: np.ndarray, speed: np.ndarray, budget: float) -> np.ndarray:
@@ -97,50 +164,59 @@ class PredictiveSampler(BaseSampler):
 
     def infer_relative_search_space(self, study, trial):
         space = optuna.search_space.IntersectionSearchSpace().calculate(study)
-        cats = {k: d for k, d in space.items() if isinstance(d, CategoricalDistribution)}
-        size = math.prod(len(d.choices) for d in cats.values()) if cats else 0
-        self._use_fallback = not cats or len(cats) != len(space) or size > MAX_CANDIDATES
+        levels = {k: levels_of(d) for k, d in space.items()}
+        size = math.prod(len(v) for v in levels.values() if v) if space else 0
+        self._use_fallback = not space or any(v is None for v in levels.values()) or size > MAX_CANDIDATES
         if self._use_fallback:
             return self._fallback.infer_relative_search_space(study, trial)
-        return cats
+        return space
 
     def sample_relative(self, study, trial, search_space):
         if self._use_fallback or not search_space:
             return self._fallback.sample_relative(study, trial, search_space)
         names = sorted(search_space)
-        choices = [sorted(search_space[n].choices) for n in names]
+        choices = [levels_of(search_space[n]) for n in names]
         sizes = [len(c) for c in choices]
         index = [{v: i for i, v in enumerate(c)} for c in choices]
-        done = [t for t in study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True)
-                if all(n in t.params for n in names) and "duplicate_of" not in t.user_attrs]
+
+        def levels(trials) -> tuple[np.ndarray, list]:
+            """Level indices of the trials that have every parameter (within its levels), and those trials."""
+            trials = [t for t in trials if all(n in t.params and t.params[n] in index[k] for k, n in enumerate(names))]
+            return np.array([[index[k][t.params[n]] for k, n in enumerate(names)] for t in trials],
+                            dtype=np.int64).reshape(-1, len(names)), trials
+
+        lev, done = levels(t for t in study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True)
+                           if "duplicate_of" not in t.user_attrs)
         if len(done) < 2:
             return {}
-        busy = {tuple(index[k][t.params[n]] for k, n in enumerate(names))  # running elsewhere, or failed
-                for t in study._get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.FAIL),
-                                           use_cache=True)
-                if all(n in t.params for n in names) and t.number != trial.number}
-        lev = np.array([[index[k][t.params[n]] for k, n in enumerate(names)] for t in done])
-        loss = np.array([t.values[0] for t in done])
-        time = np.array([1.0 / max(t.values[1], 1e-9) for t in done])
-        full = [t for t in done if not t.user_attrs.get("pruned")]
-        front = [(t.values[0], t.values[1]) for t in full]
-        cand = np.array(list(itertools.product(*[range(s) for s in sizes])))
-        seen = {tuple(r) for r in lev} | busy
-        mask = np.array([tuple(r) not in seen for r in cand])
-        cand = cand[mask]
+        busy, _ = levels(t for t in study._get_trials(  # running elsewhere, failed, or a repeat
+            deepcopy=False, states=(TrialState.RUNNING, TrialState.FAIL, TrialState.COMPLETE), use_cache=True)
+            if t.number != trial.number)
+        design = Design(names, sizes)
+        cand = np.array(list(itertools.product(*[range(s) for s in sizes])), dtype=np.int64)
+        x_cand, x_done, pen = design.rows(cand), design.rows(lev), design.penalty()
+        # configurations that behave as a measured or running one (same features) are not candidates
+        taken = {r.tobytes() for r in np.vstack([x_done, design.rows(busy)])}
+        keep = np.array([r.tobytes() not in taken for r in x_cand])
+        _, first = np.unique(x_cand, axis=0, return_index=True)  # of candidates that behave alike, one
+        keep &= np.isin(np.arange(len(cand)), first)
+        cand, x_cand = cand[keep], x_cand[keep]
         if len(cand) == 0:
             return {}
+        loss = np.array([t.values[0] for t in done])
+        time = np.array([1.0 / max(t.values[1], 1e-9) for t in done])
+        front = [(t.values[0], t.values[1]) for t in done if not t.user_attrs.get("pruned")]
         # losses of knobs acting on different parts combine between adding up (a share of
         # wrong answers) and adding in quadrature (independent numeric errors): predict both
-        p_sum = _predict(_fit(lev, sizes, loss), cand, sizes)
-        p_rss = np.sqrt(np.clip(_predict(_fit(lev, sizes, np.maximum(loss, 0.0) ** 2), cand, sizes), 0.0, None))
+        p_sum = x_cand @ _fit(x_done, pen, loss)
+        p_rss = np.sqrt(np.clip(x_cand @ _fit(x_done, pen, np.maximum(loss, 0.0) ** 2), 0.0, None))
         p_lo, p_hi = np.minimum(p_sum, p_rss), np.maximum(p_sum, p_rss)
-        p_time = np.maximum(_predict(_fit(lev, sizes, time), cand, sizes), 1e-6)
+        p_time = np.maximum(x_cand @ _fit(x_done, pen, time), 1e-6)
         p_loss, p_speed = (p_lo + p_hi) / 2, 1.0 / p_time
-        # the expected hypervolume gain over the models' uncertainty, larger for knob
-        # levels never measured (interpolated from their neighbours)
-        measured = [set(lev[:, k]) for k in range(len(sizes))]
-        unseen = np.array([sum(int(c[k]) not in measured[k] for k in range(len(sizes))) for c in cand])
+        # the expected hypervolume gain over the models' uncertainty, larger for
+        # configurations using effects never measured (interpolated from their neighbours)
+        measured = x_done.max(axis=0) > 0
+        unseen = (x_cand[:, 1:] > 0).astype(np.int64) @ (~measured[1:]).astype(np.int64)
         spread_loss, spread_time = LOSS_SPREAD + UNSEEN_SPREAD * unseen, TIME_SPREAD + UNSEEN_TIME_SPREAD * unseen
         gains = np.zeros(len(cand))
         for u, z_loss, z_time in zip(self._rng.random(DRAWS), *self._rng.standard_normal((2, DRAWS))):

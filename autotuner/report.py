@@ -2,7 +2,8 @@
 
 - `index.html`: one self-contained page (interactive Pareto plot, tables, IR);
 - `pareto.png` / `pareto.svg`: the plot for papers and slides;
-- `summary.md`: speedup over exact at <= 1, 3, 6, 9 % QoS loss;
+- `summary.md`: speedup over exact at <= 1, 3, 6, 9 % QoS loss, and the search's
+  progress (hypervolume of the front over evaluations, also `hypervolume.svg`);
 - `front.json`: the front, machine-readable.
 
 It reads only a `TuningResult` (autotuner/results.py), so the report of a
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
 from autotuner.report_html import render_html
+from autotuner.report_progress import hypervolume_markdown, hypervolume_svg
 from autotuner.report_summary import MODES, finite, front_json, summary_markdown
 from autotuner.results import TuningResult
 
@@ -45,7 +47,9 @@ def write_report(result: TuningResult, out_dir: Path) -> Path:
     except OSError as err:
         raise ApproxError(f"cannot create the report folder: {err.strerror}", where=str(out_dir)) from None
     result = _display_order(result)
-    _write(out_dir / "summary.md", summary_markdown(result))
+    _write(out_dir / "summary.md", "\n".join([summary_markdown(result), *hypervolume_markdown(result)]))
+    if hypervolume_svg(result):
+        _write(out_dir / "hypervolume.svg", hypervolume_svg(result) + "\n")
     _write(out_dir / "front.json", json.dumps(front_json(result), indent=2, ensure_ascii=False) + "\n")
     from autotuner.report_png import write_images
 

@@ -15,9 +15,10 @@ import hashlib
 import json
 
 from autotuner.report_plot import figure
-from autotuner.report_summary import (LEVELS, MODES, QOS_LOSS_DEFINITION, failure_lines, finite, fmt_gap,
-                                      fmt_knobs, fmt_loss, fmt_seconds, fmt_speedup, importance_sections,
-                                      ablation_sections, speedup_cells)
+from autotuner.report_progress import hypervolume_html
+from autotuner.report_summary import (LEVELS, MODES, QOS_LOSS_DEFINITION, ablation_sections, failure_lines, finite,
+                                      fmt_gap, fmt_knobs, fmt_loss, fmt_seconds, fmt_speedup, importance_sections,
+                                      speedup_cells)
 from autotuner.report_svg import esc, legend, panel
 
 CSS = """
@@ -238,6 +239,7 @@ def render_html(result) -> str:
 {legend(modes, any(m.dominated for m in tune), other)}
 <p class="def">Hover or focus a point for its knob settings; click a front point for its transformed IR.</p>
 {views}
+{hypervolume_html(result)}
 <h2>Speedup over exact within each QoS-loss level</h2>
 {_speedup_table(result)}
 <h2>Front configurations</h2>

@@ -80,6 +80,9 @@ class TuningResult:
     exact_seconds_eval: float | None = None
     study_names: dict[str, str] = field(default_factory=dict)  # mode -> Optuna study name
     storage: str | None = None  # where the studies live (a SQLite URL or a PostgreSQL URL without password)
+    # mode -> hypervolume of the tuning front after 0, 1, 2, ... evaluations (reference point: QoS loss = budget,
+    # speedup 1; reused measurements count from the start)
+    hypervolume: dict[str, list[float]] = field(default_factory=dict)
     knob_space: dict[str, Any] = field(default_factory=dict)  # knob name -> what was searched
     notes: list[str] = field(default_factory=list)
     program_spec: str | None = None  # how `approx-tune` loads it again (`path/file.mlir:entry`), if known

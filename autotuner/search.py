@@ -1,7 +1,9 @@
 """The search: an Optuna multi-objective study (minimise QoS loss, maximise
 speedup) under the constraint QoS loss <= budget, with staged evaluation.
 
-- Samplers: NSGA-II (default), TPE (multivariate, constant liar), GP, random.
+- Samplers: predictive (default: additive models of loss and time, expected
+  hypervolume gain; `autotuner/predictive.py`), NSGA-II, TPE (multivariate,
+  constant liar), GP, random.
   Each trial's sampler is seeded from (seed, index of the trial among those that
   are not re-runs). An interrupted trial (Ctrl-C, a killed worker or run) is run
   again as a queued re-run of its configuration with its index, so a study
@@ -37,10 +39,13 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
 from approx_dialect.diagnostics import ApproxError
+from autotuner.pareto import dominates, hypervolume, hypervolume_curve, pareto_indices  # noqa: F401
 from autotuner.space import SearchSpace
 
 SAMPLERS = ("nsga2", "predictive", "tpe", "gp", "random")
+DEFAULT_SAMPLER = "predictive"  # bench/tuning_bench.py: the best measured on every landscape
 CONSTRAINT = "qos_loss_over_budget"
+REUSED = "reused_from"  # user attr of a trial copied from another study (`autotuner.warm_start`)
 
 
 def population_size(n_trials: int) -> int:
@@ -180,36 +185,6 @@ def _avoid_repeats(study, search_space: dict, params: dict, number: int, seed: l
     return params
 
 
-# ---------------------------------------------------------------- Pareto
-
-def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
-    """(loss, speedup) a dominates b: no worse in both, better in one."""
-    return a[0] <= b[0] and a[1] >= b[1] and (a[0] < b[0] or a[1] > b[1])
-
-
-def pareto_indices(points: Sequence[Sequence[float]]) -> list[int]:
-    """Indices of the nondominated (loss, speedup) points; of equal points the first."""
-    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1], i))
-    front, best = [], -math.inf
-    for i in order:
-        if points[i][1] > best:
-            front.append(i)
-            best = points[i][1]
-    return sorted(front)
-
-
-def hypervolume(points: Sequence[Sequence[float]], budget: float, ref_speedup: float = 1.0) -> float:
-    """Area dominated by the points within the budget, above speedup `ref_speedup`
-    (reference point (budget, ref_speedup)); 2-D, exact."""
-    pts = sorted((max(0.0, p[0]), p[1]) for p in points if p[0] <= budget and p[1] > ref_speedup)
-    area, best = 0.0, ref_speedup
-    for i, (loss, speed) in enumerate(pts):
-        best = max(best, speed)
-        nxt = pts[i + 1][0] if i + 1 < len(pts) else budget
-        area += (nxt - loss) * (best - ref_speedup)
-    return area
-
-
 # ---------------------------------------------------------------- trials
 
 @dataclass
@@ -250,8 +225,9 @@ def front(recs: list[Record], budget: float) -> list[Record]:
 
 
 def counts(study: optuna.Study) -> dict[str, int]:
-    """evaluated (measured: complete, pruned or failed), pruned, failed, running, waiting, total."""
-    c = dict(evaluated=0, pruned=0, failed=0, running=0, total=0, duplicates=0, waiting=0)
+    """evaluated (measured: complete, pruned or failed), pruned, failed, running, waiting, total,
+    and reused (measurements copied from another study, not evaluations of this one)."""
+    c = dict(evaluated=0, pruned=0, failed=0, running=0, total=0, duplicates=0, waiting=0, reused=0)
     for t in study.get_trials(deepcopy=False):
         c["total"] += 1
         if t.state == TrialState.RUNNING:
@@ -266,10 +242,30 @@ def counts(study: optuna.Study) -> dict[str, int]:
         elif t.state == TrialState.COMPLETE:
             if "duplicate_of" in t.user_attrs:
                 c["duplicates"] += 1
+            elif REUSED in t.user_attrs:
+                c["reused"] += 1
             else:
                 c["evaluated"] += 1
                 c["pruned"] += bool(t.user_attrs.get("pruned"))
     return c
+
+
+def hypervolume_of_study(study: optuna.Study, budget: float) -> list[float]:
+    """Hypervolume of the study's front after 0, 1, 2, ... evaluations (trial order;
+    reused measurements count from the start; pruned trials and failures add nothing)."""
+    start, points = [], []
+    for t in study.get_trials(deepcopy=False):
+        if t.state == TrialState.COMPLETE and "duplicate_of" not in t.user_attrs:
+            p = None if t.user_attrs.get("pruned") else (float(t.values[0]), float(t.values[1]))
+            (start if REUSED in t.user_attrs else points).append(p)
+        elif t.state == TrialState.FAIL and not interrupted(t) and "duplicate_of" not in t.user_attrs:
+            points.append(None)
+    return hypervolume_curve(points, budget, [p for p in start if p is not None])
+
+
+def stalled(curve: Sequence[float], patience: int) -> bool:
+    """The hypervolume has not grown over the last `patience` evaluations."""
+    return 0 < patience < len(curve) and curve[-1] <= curve[-1 - patience] * (1 + 1e-12)
 
 
 class TrialFailed(Exception):
@@ -376,14 +372,19 @@ class Objective:
 class Stopper:
     """Stops a worker once the study holds `n_trials` evaluations (running trials of
     other workers included, so several workers do not overshoot), or the space is
-    exhausted, or proposals keep repeating (more than `max_total` trials)."""
+    exhausted, or proposals keep repeating (more than `max_total` trials), or (with
+    `patience` N) the front's hypervolume has not grown over the last N evaluations."""
 
-    def __init__(self, n_trials: int, space_size: int | None, max_total: int):
+    def __init__(self, n_trials: int, space_size: int | None, max_total: int, patience: int | None = None,
+                 budget: float = 0.05):
         self.n_trials, self.space_size, self.max_total = n_trials, space_size, max_total
+        self.patience, self.budget = patience, budget
 
     def done(self, study: optuna.Study) -> bool:
         c = counts(study)
         if c["evaluated"] + c["running"] >= self.n_trials or c["total"] >= self.max_total:
+            return True
+        if self.patience and stalled(hypervolume_of_study(study, self.budget), self.patience):
             return True
         return self.space_size is not None and c["evaluated"] >= self.space_size
 
@@ -393,9 +394,9 @@ class Stopper:
 
 
 def optimize(study: optuna.Study, objective: Objective, n_trials: int, space_size: int | None = None,
-             callbacks: Sequence[Callable] = ()) -> None:
+             callbacks: Sequence[Callable] = (), patience: int | None = None) -> None:
     """Run trials in this process until the study is done (see `Stopper`)."""
-    stopper = Stopper(n_trials, space_size, max_total=5 * n_trials + 20)
+    stopper = Stopper(n_trials, space_size, 5 * n_trials + 20, patience, objective.budget)
     if stopper.done(study):
         return
     study.optimize(objective, n_trials=None, catch=(TrialFailed,), callbacks=[stopper, *callbacks],
@@ -403,10 +404,13 @@ def optimize(study: optuna.Study, objective: Objective, n_trials: int, space_siz
 
 
 def enqueue_seeds(study: optuna.Study, space: SearchSpace) -> int:
-    """On a new study: queue the exact configuration and each knob at its extreme."""
-    if study.get_trials(deepcopy=False):
+    """On a new study (no trials but reused measurements): queue the exact configuration
+    and each knob alone at its middle value (`SearchSpace.seeds`), those not measured yet."""
+    trials = study.get_trials(deepcopy=False)
+    if any(REUSED not in t.user_attrs for t in trials):
         return 0
-    seeds = space.seeds()
+    measured = {t.user_attrs.get("key") for t in trials}
+    seeds = [cfg for cfg in space.seeds() if config_key(cfg) not in measured]
     for cfg in seeds:
         study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
     return len(seeds)

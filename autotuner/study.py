@@ -33,6 +33,7 @@ from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inp
 from autotuner.program import MlirProgram
 from autotuner.results import RESULT_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
+from autotuner import warm_start as reuse
 from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
 
 WHERE = "<approx-tune>"
@@ -44,9 +45,11 @@ def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
             "space": job.space.describe()}
 
 
-def _prepare_study(job: Job, settings: dict, sqlite: bool) -> optuna.Study:
-    """Create or load the study; on a resume check the settings, end trials left
-    RUNNING by a killed run as interrupted, and queue a re-run of each interrupted trial."""
+def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> optuna.Study:
+    """Create or load the study; a new one starts with the measurements it can reuse
+    (`autotuner.warm_start`) and the seeds not among them; on a resume check the
+    settings, end trials left RUNNING by a killed run as interrupted, and queue a
+    re-run of each interrupted trial."""
     storage = open_storage(job.storage)
     study = optuna.create_study(study_name=job.study_name, storage=storage, load_if_exists=True,
                                 directions=["minimize", "maximize"],
@@ -65,6 +68,8 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool) -> optuna.Study:
             storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
     elif stale:
         optuna.storages.fail_stale_trials(study)
+    notes += reuse.warm_start(study, job.space, settings["mode"], job.budget, settings, job.storage,
+                        job.study_name.rsplit("/", 1)[0], job.warm_start)
     if search.enqueue_seeds(study, job.space) == 0:
         search.requeue_interrupted(study)
     return study
@@ -173,12 +178,12 @@ def _check(budget, n_trials, jobs, mode, stage_fraction) -> None:
 
 
 def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0.05, n_trials: int = 40,
-         mode: str = "both", sampler: str = "nsga2", seed: int = 0, storage: str | None = None,
+         mode: str = "both", sampler: str = search.DEFAULT_SAMPLER, seed: int = 0, storage: str | None = None,
          study_name: str | None = None, out_dir: str | Path | None = None, jobs: int = 1,
          eval_ratio: float = 5.0, eval_inputs=None, eval_references=None, repeats: int = 5,
          stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
          money: Callable | None = None, objective: str = "time", clock: str = "auto", evaluate: bool = True,
-         progress: bool = False) -> TuningResult:
+         progress: bool = False, warm_start: str | None = None, patience: int | None = None) -> TuningResult:
     """Search the accuracy/performance Pareto front of `program` on `inputs`.
 
     `program`: a Program, a decorated function or a spec (`file.mlir:entry`);
@@ -186,9 +191,13 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     input or None. `n_trials` evaluations per mode (the total, on a resume).
     `clock="auto"` times CPU seconds for JIT kernels running in this thread (an
     MlirProgram, a decorated function lowered as a kernel) and wall seconds for
-    anything else.
+    anything else. `warm_start`: an earlier study (name, or output folder) whose
+    measurements a new study reuses; `patience`: stop a mode's search when the front's
+    hypervolume has not grown for this many evaluations.
     See the module docstrings of `autotuner.measure` and `autotuner.search`."""
     _check(budget, n_trials, jobs, mode, stage_fraction)
+    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
+        raise ApproxError(f"patience must be a positive number of evaluations, got {patience!r}", where=WHERE)
     spec = program if isinstance(program, str) else None
     program = as_program(program)
     if sampler not in search.SAMPLERS:
@@ -222,9 +231,10 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     with one_run_per_sqlite_study(storage, base):
         for m, space in spaces.items():
             job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage,
-                      f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock)
+                      f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock, warm_start,
+                      patience)
             study = _prepare_study(job, _settings(job, m, len(eval_in), tune_m.metric.name),
-                                   storage.startswith("sqlite"))
+                                   storage.startswith("sqlite"), notes)
             t0 = time.perf_counter()
             try:
                 run_workers(job, jobs, study, m, progress, tune_m)
@@ -256,6 +266,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                              "error": t.user_attrs["error"]}
                             for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
                             if "error" in t.user_attrs and "duplicate_of" not in t.user_attrs]
+        result.hypervolume[m] = search.hypervolume_of_study(study, budget)
         recs = search.records(study)
         fr = search.front(recs, budget)
         on_front = {r.number for r in fr}

@@ -116,6 +116,8 @@ class Job:
     sampler: str
     seed: int
     clock: str = "wall"
+    warm_start: str | None = None  # an earlier study whose measurements a new study reuses
+    patience: int | None = None  # stop when the front's hypervolume has not grown for this many evaluations
 
 
 def _measurer(job: Job) -> Measurer:
@@ -149,7 +151,7 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
         return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)
 
     objective = search.Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=job.n_trials)
-    search.optimize(study, objective, job.n_trials, job.space.size(), callbacks)
+    search.optimize(study, objective, job.n_trials, job.space.size(), callbacks, job.patience)
 
 
 def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> None:
@@ -184,9 +186,13 @@ def progress_line(study, job: Job, mode: str) -> str:
     c = search.counts(study)
     fr = search.front(search.records(study), job.budget)
     best = max((r.speedup for r in fr), default=float("nan"))
+    curve = search.hypervolume_of_study(study, job.budget)
+    grew = max((i for i in range(1, len(curve)) if curve[i] > curve[i - 1]), default=0)
+    reused = f", reused {c['reused']}" if c["reused"] else ""
     return (f"[approx-tune {mode}] trials {c['evaluated']}/{job.n_trials} (pruned {c['pruned']}, "
-            f"failed {c['failed']}, running {c['running']}) | front {len(fr)} | "
-            f"best speedup within budget {best:.2f}x")
+            f"failed {c['failed']}, running {c['running']}{reused}) | front {len(fr)} | "
+            f"best speedup within budget {best:.2f}x | hypervolume {curve[-1]:.4g} "
+            f"(last grew at evaluation {grew})")
 
 
 def _end_running_trials_as_interrupted(study, job: Job) -> None:

@@ -1,19 +1,17 @@
-"""Tuning efficiency on a kernel whose whole configuration space is enumerable.
+"""Tuning efficiency on landscapes whose whole configuration space is enumerable
+(`bench/tuning_landscapes.py`: every configuration measured once, stored under
+`bench/landscapes/`, replayed here through the tuner's own search code: space,
+seeding, sampler, duplicate handling). For each landscape and search: hypervolume
+of the found front / exhaustive hypervolume per number of evaluations, mean (min)
+over 10 seeds, and the evaluations needed to reach 95 %. Target: 95 % within 10 %
+of the evaluations, never below random search at any budget.
 
-Kernel: three sums of exp(a[i]) * b[i] (compute-bound: a memory-bound loop gains
-nothing from striding, as every cache line is still read) of lengths n, n/2, n/4
-over noisy data, each under its own loop perforation knob (values 0, 2, 3, 4, 8): 5^3 = 125
-configurations. Every configuration is measured in 3 rounds (QoS loss against
-the exact outputs with 1 - relative L2 error; speedup = median exact time / median
-time, both in this process, in the calling thread's CPU time, which the other
-jobs of a shared machine barely disturb; the median of the rounds); the exhaustive front is the Pareto front of all 125 within
-the budget. Then searches replay those measurements (the figures a search sees
-are real measurements; replaying lets every search see the same ones and many
-seeds run in seconds) through the tuner's own search code (space, seeding,
-sampler, duplicate handling): hypervolume of the found front / exhaustive
-hypervolume, per number of evaluations, for our search (NSGA-II with the exact
-and extreme seeds; also TPE and GP) against random search (no seeds). Target:
-95 % of the exhaustive hypervolume within 10 % of the evaluations (13 of 125).
+The kernel of the `dots` landscape (also used by the tests): three sums of
+exp(a[i]) * b[i] (compute-bound: a memory-bound loop gains nothing from striding,
+as every cache line is still read) of lengths n, n/2, n/4 over noisy data, each
+under its own loop perforation knob (values 0, 2, 3, 4, 8): 5^3 = 125 configurations.
+
+`python bench/tuning_bench.py [SAMPLER ...] [--seeds N] [--landscape NAME]`.
 """
 
 from __future__ import annotations
@@ -78,116 +76,107 @@ def kernel_inputs(count: int = 36, n: int = 40_000, knobs: int = 3, seed: int = 
     return out
 
 
-def measure_all(program, inputs, repeats: int = 5, rounds: int = 3, seed: int = 0) -> dict[str, tuple[float, float]]:
-    """Every configuration measured `rounds` times, in a new random order each round
-    (load changes of a shared machine then hit configurations alike): config key ->
-    (QoS loss, median speedup over the rounds)."""
-    import itertools
-
-    from autotuner.measure import Measurer
-    from autotuner.search import config_key
-
-    m = Measurer(program, inputs, None, "rel_l2", repeats=repeats, clock="cpu")
-    names = [s.name for s in program.knobs()]
-    configs = [{n: {"knob_val": v} for n, v in zip(names, combo)}
-               for combo in itertools.product(*[s.values for s in program.knobs()])]
-    fns = {config_key(c): program.build(c) for c in configs}
-    losses, speedups = {}, {k: [] for k in fns}
-    rng = np.random.default_rng(seed)
-    for _ in range(rounds):
-        for i in rng.permutation(len(configs)):
-            c = configs[i]
-            r = m.measure(fns[config_key(c)], c)
-            losses[config_key(c)] = r.qos_loss
-            speedups[config_key(c)].append(r.speedup)
-    return {k: (losses[k], statistics.median(v)) for k, v in speedups.items()}
-
-
-def replay(program, table, method: str, seed: int, budget: float, evals: int) -> list[tuple[float, float]]:
-    """Run the tuner's search against the measured table; the (loss, speedup) of each
-    evaluation in order (a configuration proposed again is not an evaluation)."""
+def replay(land, method: str, seed: int, evals: int) -> list[tuple[float, float]]:
+    """Run the tuner's search against a recorded landscape; the (loss, speedup) of
+    each evaluation in order (a configuration proposed again is not an evaluation)."""
     import optuna
 
     from autotuner import search
     from autotuner.measure import Measurement
-    from autotuner.space import SearchSpace
 
-    space = SearchSpace.from_program(program, "static")
-    sampler = "random" if method == "random" else method
+    space = land.space()
     study = optuna.create_study(directions=["minimize", "maximize"],
-                                sampler=search.TrialSeeded(sampler, seed, evals, budget))
+                                sampler=search.TrialSeeded(method, seed, evals, land.budget))
     if method != "random":
         search.enqueue_seeds(study, space)
     order: list[tuple[float, float]] = []
 
     def evaluate(config, n=None):
-        loss, speedup = table[search.config_key(config)]
+        loss, speedup = land.table[search.config_key(config)]
         order.append((loss, speedup))
         return Measurement(loss, speedup, float("nan"), 1 - loss, 1)
 
-    objective = search.Objective(space, evaluate, budget)
+    objective = search.Objective(space, evaluate, land.budget)
     search.optimize(study, objective, evals, space.size())
     return order
 
 
-def hv_curve(order, budget: float, full_hv: float, marks) -> list[float]:
+def marks_for(total: int) -> list[int]:
+    """Evaluation counts reported: a few fixed ones and 10 % of the space."""
+    return sorted({k for k in (5, 8, math.ceil(0.1 * total), 20, 30, 45) if k <= total})
+
+
+def bench_landscape(land, methods, seeds: int = 10) -> dict:
+    """method -> (mean curve, min curve, median evaluations to 95 % (inf: never), seconds)."""
     from autotuner.search import hypervolume
 
-    return [hypervolume(order[:k], budget) / full_hv for k in marks]
-
-
-def main(n: int = 40_000, count: int = 6, budget: float = 0.05, seeds: int = 10, table_path: str | None = None) -> dict:
-    import json
-
-    import optuna
-
-    from autotuner.program import MlirProgram
-    from autotuner.search import hypervolume
-
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    program = MlirProgram(kernel_text(3), "main", "three_dots.mlir")
-    t0 = time.perf_counter()
-    if table_path and Path(table_path).exists():
-        table = {k: tuple(v) for k, v in json.loads(Path(table_path).read_text()).items()}
-        measured = f"measurements read from {table_path}"
-    else:
-        table = measure_all(program, kernel_inputs(count, n))
-        if table_path:
-            Path(table_path).write_text(json.dumps(table))
-        measured = f"exhaustive measurement: {time.perf_counter() - t0:.0f} s"
-    full = list(table.values())
-    full_hv = hypervolume(full, budget)
-    total = len(table)
-    marks = [k for k in (5, 8, 13, 20, 30, 45) if k <= total]
+    full_hv = hypervolume(list(land.table.values()), land.budget)
+    marks = marks_for(len(land.table))
     rows = {}
-    for method in ("nsga2", "predictive", "tpe", "random"):
+    for method in methods:
         t1 = time.perf_counter()
         curves, reach = [], []
         for seed in range(seeds):
-            order = replay(program, table, method, seed, budget, max(marks))
-            curves.append(hv_curve(order, budget, full_hv, marks))
-            got = [k for k in range(1, len(order) + 1) if hypervolume(order[:k], budget) >= 0.95 * full_hv]
-            reach.append(got[0] if got else math.inf)
+            order = replay(land, method, seed, max(marks))
+            hv = [hypervolume(order[:k], land.budget) / full_hv for k in range(1, len(order) + 1)]
+            curves.append([hv[min(k, len(hv)) - 1] for k in marks])
+            reach.append(next((k + 1 for k, h in enumerate(hv) if h >= 0.95), math.inf))
         rows[method] = (np.mean(curves, axis=0), np.min(curves, axis=0), statistics.median(reach),
                         time.perf_counter() - t1)
-    in_budget = sum(1 for loss, _ in full if loss <= budget)
-    print(f"\n## Tuning efficiency: 3 knobs x 5 values = {total} configurations (three sums of exp(a)*b, "
-          f"n = {n}, {n // 2}, {n // 4}; {count} inputs)\n")
-    print(f"QoS loss = (QoS_exact - QoS) / QoS_exact with QoS = 1 - relative L2 error vs the exact outputs; "
-          f"budget {budget}; {in_budget} configurations within it; best speedup within budget "
-          f"{max(s for loss, s in full if loss <= budget):.2f}x ({measured}). "
-          f"Hypervolume: area of (loss <= budget, speedup >= 1) dominated by the front, as a fraction of "
-          f"the exhaustive front's. Mean (min) over seeds.\n")
-    print("| search | " + " | ".join(f"{k} evals ({100 * k / total:.0f}%)" for k in marks)
-          + " | evals to 95% (median) | search s |")
-    print("|---|" + "---|" * (len(marks) + 2))
-    labels = {"nsga2": "ours: NSGA-II + seeds (default)", "predictive": "ours: predictive (additive models) + seeds",
-              "tpe": "ours: TPE + seeds", "random": "random search"}
-    for method, (mean, lo, reach, secs) in rows.items():
-        cells = " | ".join(f"{m:.3f} ({mn:.3f})" for m, mn in zip(mean, lo))
-        print(f"| {labels[method]} | {cells} | {reach} | {secs:.1f} |")
     return rows
 
 
+LABELS = {"nsga2": "NSGA-II + seeds", "predictive": "predictive (additive models) + seeds",
+          "tpe": "TPE + seeds", "gp": "GP (Optuna GPSampler) + seeds", "random": "random search"}
+
+
+def print_table(land, rows: dict, default: str) -> None:
+    from autotuner.search import hypervolume
+
+    full = list(land.table.values())
+    total, marks = len(full), marks_for(len(full))
+    in_budget = [s for loss, s in full if loss <= land.budget]
+    print(f"\n### {land.name}: {total} configurations\n")
+    print(f"{land.description}. QoS loss = (QoS_exact - QoS) / QoS_exact; budget {land.budget}; "
+          f"{len(in_budget)} configurations within it, best speedup {max(in_budget):.2f}x; exhaustive "
+          f"hypervolume {hypervolume(full, land.budget):.4f} (area of loss <= budget, speedup >= 1 dominated "
+          f"by the front). Fraction of it found, mean (min) over seeds; 10 % = {math.ceil(0.1 * total)} evals.\n")
+    print("| search | " + " | ".join(f"{k} evals" for k in marks) + " | evals to 95 % (median) | search s |")
+    print("|---|" + "---|" * (len(marks) + 2))
+    for method, (mean, lo, reach, secs) in rows.items():
+        cells = " | ".join(f"{m:.3f} ({mn:.3f})" for m, mn in zip(mean, lo))
+        label = LABELS.get(method, method) + (" (default)" if method == default else "")
+        print(f"| {label} | {cells} | {reach if reach != math.inf else 'never'} | {secs:.1f} |")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    import argparse
+
+    import optuna
+
+    from autotuner.search import DEFAULT_SAMPLER, SAMPLERS
+    from bench.tuning_landscapes import DIR, NAMES, Landscape
+
+    p = argparse.ArgumentParser(description="tuning efficiency on recorded landscapes")
+    p.add_argument("methods", nargs="*", help=f"of {', '.join(SAMPLERS)}; default: {DEFAULT_SAMPLER}, nsga2, tpe, "
+                   "random (gp takes minutes per seed)")
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--landscape", action="append", choices=NAMES)
+    a = p.parse_args([] if argv is None else argv)
+    if set(a.methods) - set(SAMPLERS):
+        p.error(f"unknown sampler {sorted(set(a.methods) - set(SAMPLERS))[0]!r} (samplers: {', '.join(SAMPLERS)})")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    print("\n## Tuning efficiency: searches replayed on recorded landscapes")
+    out = {}
+    for name in a.landscape or NAMES:
+        if not (DIR / f"{name}.json").exists():
+            print(f"\n### {name}: not recorded (python bench/tuning_landscapes.py record {name})")
+            continue
+        land = Landscape.load(name)
+        out[name] = bench_landscape(land, a.methods or [DEFAULT_SAMPLER, "nsga2", "tpe", "random"], a.seeds)
+        print_table(land, out[name], DEFAULT_SAMPLER)
+    return out
+
+
 if __name__ == "__main__":
-    main(table_path=sys.argv[1] if len(sys.argv) > 1 else None)
+    main(sys.argv[1:])

@@ -52,13 +52,13 @@ def test_thresholds_are_sorted_and_the_configuration_runs():
     assert space.config_of(space.params_of(config)) == config
 
 
-def test_seeds_are_exact_then_each_knob_at_its_extreme():
+def test_seeds_are_exact_then_each_knob_alone_at_its_middle_value():
     seeds = SearchSpace.from_program(DOTS, "static").seeds()
     assert seeds[0] == {n: {"knob_val": 0} for n in ("d1", "d2", "d3")}
-    assert seeds[1:] == [{**seeds[0], n: {"knob_val": 8}} for n in ("d1", "d2", "d3")]
+    assert seeds[1:] == [{**seeds[0], n: {"knob_val": 3}} for n in ("d1", "d2", "d3")]  # of 0, 2, 3, 4, 8
     dyn = SearchSpace.from_program(ADAPTIVE, "dynamic").seeds()
     assert dyn == [{"mean": {"thresholds": [1000, 100000], "decisions": [0, 0, 0]}},
-                   {"mean": {"thresholds": [1000, 100000], "decisions": [8, 8, 8]}}]
+                   {"mean": {"thresholds": [1000, 100000], "decisions": [4, 4, 4]}}]
 
 
 def test_narrow_and_fix():

@@ -1,0 +1,244 @@
+"""The enumerable landscapes of `bench/tuning_bench.py`: every configuration of a
+small knob space measured once (real runs, thread CPU time), stored as JSON under
+`bench/landscapes/`, then replayed by the searches (each search sees the same
+real measurements, and 10 seeds of each run in seconds).
+
+- `dots`: three sums of exp(a) * b under independent loop perforation knobs
+  (5 x 5 x 5 = 125 configurations; effects nearly add up).
+- `ladder`: the same kind of sum over inputs of five sizes under a decision-tree
+  ladder on the size class (one threshold in 1..4, two decisions in {0, 2, 4, 8}),
+  next to a static perforation knob (4 x 16 x 4 = 256 configurations). The
+  threshold matters only when the two decisions differ: knobs interact.
+- `rag_bm25`: the RAG-BM25 system (examples/systems/rag_bm25.py) on 8 SQuAD
+  tuning questions, five static knobs: the answer step's variant (4), top-k (3),
+  sentences per passage (3), precision (2), answer tokens (3) = 216 configurations,
+  each measured once (a pass over the questions takes seconds).
+
+`python bench/tuning_landscapes.py record NAME` measures one landscape (minutes)
+and rewrites its file; nothing else in the benchmark re-measures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from approx_opt.config import KnobSpec  # noqa: E402
+from autotuner.search import config_key  # noqa: E402
+from autotuner.space import SearchSpace  # noqa: E402
+
+DIR = Path(__file__).resolve().parent / "landscapes"
+NAMES = ("dots", "ladder", "rag_bm25")
+
+
+@dataclasses.dataclass
+class Landscape:
+    """A recorded landscape: the searched space and config key -> (QoS loss, speedup)."""
+
+    name: str
+    description: str
+    budget: float
+    mode: str
+    specs: list[KnobSpec]
+    narrow: dict
+    fix: dict
+    tree_features: dict
+    table: dict[str, tuple[float, float]]
+
+    def space(self) -> SearchSpace:
+        return SearchSpace.from_specs(self.specs, self.mode, self.tree_features).narrow(
+            json.loads(json.dumps(self.narrow))).fix(dict(self.fix))
+
+    def to_json(self) -> str:
+        d = dataclasses.asdict(self)
+        d["table"] = {k: [round(v[0], 6), round(v[1], 5)] for k, v in self.table.items()}
+        return json.dumps(d, indent=0, sort_keys=True) + "\n"
+
+    @classmethod
+    def load(cls, name: str) -> "Landscape":
+        d = json.loads((DIR / f"{name}.json").read_text())
+        specs = [KnobSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in s.items()}) for s in d["specs"]]
+        d["table"] = {k: tuple(v) for k, v in d["table"].items()}
+        return cls(**{**d, "specs": specs})
+
+
+def configurations(space: SearchSpace) -> list[dict]:
+    """Every configuration of a space whose free parameters are all finite (a ladder's
+    thresholds enumerated within their bounds; equal decisions keep their thresholds:
+    distinct configurations that happen to behave alike)."""
+    import optuna
+
+    grids = {}
+    for d in space.free():
+        if not d.dynamic:
+            grids[d.name] = list(d.values)
+            continue
+        for key, lo, hi in space._threshold_params(d):
+            grids[key] = list(range(lo, hi + 1))
+        for key in space._decision_params(d):
+            grids[key] = list(d.values)
+    out, seen = [], set()
+    for combo in itertools.product(*grids.values()):
+        params = dict(zip(grids, combo))
+        trial = optuna.trial.FixedTrial(params)
+        cfg = space.suggest(trial)
+        if config_key(cfg) not in seen:
+            seen.add(config_key(cfg))
+            out.append(cfg)
+    return out
+
+
+def measure_every(program, space: SearchSpace, inputs, references, metric, clock: str = "cpu",
+                  repeats: int = 5, rounds: int = 3, seed: int = 0) -> dict[str, tuple[float, float]]:
+    """Every configuration measured `rounds` times, in a new random order each round
+    (load changes of a shared machine then hit configurations alike): key -> (QoS
+    loss, median speedup over the rounds)."""
+    from autotuner.measure import Measurer
+
+    m = Measurer(program, inputs, references, metric, repeats=repeats, clock=clock)
+    configs = configurations(space)
+    built = {config_key(c): program.build(c) for c in configs}
+    losses, speedups = {}, {k: [] for k in built}
+    rng = np.random.default_rng(seed)
+    for r in range(rounds):
+        t0 = time.perf_counter()
+        for i in rng.permutation(len(configs)):
+            c = configs[i]
+            got = m.measure(built[config_key(c)], c)
+            losses[config_key(c)] = got.qos_loss
+            speedups[config_key(c)].append(got.speedup)
+        print(f"round {r + 1}/{rounds}: {len(configs)} configurations, {time.perf_counter() - t0:.0f} s",
+              file=sys.stderr)
+    return {k: (losses[k], statistics.median(v)) for k, v in speedups.items()}
+
+
+# ---------------------------------------------------------------- dots (independent knobs)
+
+def record_dots() -> Landscape:
+    from autotuner.program import MlirProgram
+    from bench.tuning_bench import kernel_inputs, kernel_text
+
+    n, count = 40_000, 6
+    program = MlirProgram(kernel_text(3), "main", "three_dots.mlir")
+    space = SearchSpace.from_program(program, "static")
+    table = measure_every(program, space, kernel_inputs(count, n), None, "rel_l2")
+    return Landscape("dots", f"three sums of exp(a)*b (n = {n}, {n // 2}, {n // 4}; {count} inputs), each under "
+                     "its own loop perforation knob (0, 2, 3, 4, 8); QoS = 1 - relative L2 error vs exact",
+                     0.05, "static", program.knobs(), {}, {}, {}, table)
+
+
+# ---------------------------------------------------------------- ladder (interacting knobs)
+
+LADDER_SIZES = (2_000, 4_000, 8_000, 16_000, 32_000)  # size class 0..4 = the ladder's state
+
+
+def ladder_text() -> str:
+    """`@main(a1, b1, n1, cls, a2, b2, n2)`: a sum under a ladder on the size class
+    `cls` (perforation decided per input) and a second sum under a static knob."""
+    body = """
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %z = arith.constant 0.0 : f64
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
+      %x = memref.load %a[%i] : memref<?xf64>
+      %y = memref.load %b[%i] : memref<?xf64>
+      %e = math.exp %x : f64
+      %p = arith.mulf %e, %y : f64
+      %s = arith.addf %acc, %p : f64
+      scf.yield %s : f64
+    }
+    return %r : f64
+  }"""
+    return f"""module {{
+  "approx.util.annotation.decision_tree"() <{{func_name = "per_size", transform_type = "loop_perforate_rescale",
+    state_indices = array<i64: 3>, state_function = "size_class", num_thresholds = 1 : i32,
+    thresholds_uppers = array<i32: 4>, thresholds_lowers = array<i32: 1>, decision_values = array<i32: 0, 2, 4, 8>,
+    thresholds = array<i32: 2>, decisions = array<i32: 0, 0>}}> : () -> ()
+  "approx.util.annotation.transform"() <{{func_name = "fixed", transform_type = "loop_perforate_rescale",
+    knob_val = 0 : i32}}> : () -> ()
+  func.func @size_class(%c: i32) -> i32 {{
+    return %c : i32
+  }}
+  func.func @per_size(%a: memref<?xf64>, %b: memref<?xf64>, %n: index, %c: i32) -> f64 {{{body}
+  func.func @fixed(%a: memref<?xf64>, %b: memref<?xf64>, %n: index) -> f64 {{{body}
+  func.func @main(%a1: memref<?xf64>, %b1: memref<?xf64>, %n1: index, %c: i32,
+                  %a2: memref<?xf64>, %b2: memref<?xf64>, %n2: index) -> (f64, f64) {{
+    %r1 = func.call @per_size(%a1, %b1, %n1, %c) : (memref<?xf64>, memref<?xf64>, index, i32) -> f64
+    %r2 = func.call @fixed(%a2, %b2, %n2) : (memref<?xf64>, memref<?xf64>, index) -> f64
+    return %r1, %r2 : f64, f64
+  }}
+}}
+"""
+
+
+def ladder_inputs(per_class: int = 2, n2: int = 8_000, seed: int = 0) -> list[tuple]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(per_class):
+        for cls, n in enumerate(LADDER_SIZES):
+            out.append((0.5 * rng.standard_normal(n), 1.0 + 4.0 * rng.standard_normal(n), n, np.int32(cls),
+                        0.5 * rng.standard_normal(n2), 1.0 + 4.0 * rng.standard_normal(n2), n2))
+    return out
+
+
+def record_ladder() -> Landscape:
+    from autotuner.program import MlirProgram
+
+    program = MlirProgram(ladder_text(), "main", "ladder.mlir")
+    narrow = {"fixed": [0, 2, 4, 8]}
+    space = SearchSpace.from_program(program, "dynamic").narrow(narrow)
+    table = measure_every(program, space, ladder_inputs(), None, "rel_l2")
+    return Landscape("ladder", f"a sum over inputs of sizes {', '.join(map(str, LADDER_SIZES))} under a ladder on "
+                     "the size class (threshold 1..4, decisions 0, 2, 4, 8: perforation) and a second sum under a "
+                     "static perforation knob (0, 2, 4, 8); QoS = 1 - relative L2 error vs exact",
+                     0.05, "dynamic", program.knobs(), narrow, {}, program.tree_features(), table)
+
+
+# ---------------------------------------------------------------- rag_bm25 (compound system)
+
+RAG_KNOBS = {"read": None, "bm25": None, "answer.sentences": None, "answer.precision": [0, 1],
+             "answer.max_new_tokens": None}
+
+
+def record_rag() -> Landscape:
+    from examples.systems import rag_bm25
+    from examples.systems.common import METRIC, question_sets
+
+    program = rag_bm25.system()
+    (questions, _), _ = question_sets(8, 0)
+    fix = {s.name: 0 for s in program.knobs() if s.name not in RAG_KNOBS}
+    narrow = {k: v for k, v in RAG_KNOBS.items() if v is not None}
+    space = SearchSpace.from_program(program, "static").narrow(narrow).fix(fix)
+    table = measure_every(program, space, questions, None, METRIC, repeats=1, rounds=1)  # seconds per run
+    return Landscape("rag_bm25", "RAG-BM25 (examples/systems/rag_bm25.py) on 8 SQuAD tuning questions: the answer "
+                     "step's variant, top-k, sentences per passage, precision, answer tokens (other knobs exact); "
+                     "QoS = token F1 to the exact program's answer", 0.2, "static", program.knobs(), narrow, fix,
+                     {}, table)
+
+
+RECORDERS = {"dots": record_dots, "ladder": record_ladder, "rag_bm25": record_rag}
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 2 or argv[0] != "record" or argv[1] not in RECORDERS:
+        sys.exit(f"usage: python bench/tuning_landscapes.py record {{{','.join(RECORDERS)}}}")
+    t0 = time.perf_counter()
+    land = RECORDERS[argv[1]]()
+    DIR.mkdir(exist_ok=True)
+    (DIR / f"{land.name}.json").write_text(land.to_json())
+    print(f"{land.name}: {len(land.table)} configurations recorded in {time.perf_counter() - t0:.0f} s "
+          f"-> {DIR / (land.name + '.json')}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,138 @@
+"""Using what was measured: the static study seeds the dynamic one, `--warm-start`
+reuses an earlier study's measurements, no configuration is measured twice, the
+hypervolume over evaluations, `--patience`, and the default sampler on a recorded
+landscape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+
+from approx_dialect.diagnostics import ApproxError
+from autotuner import search, tune
+from autotuner.cli import main as cli_main
+from autotuner.pareto import hypervolume, hypervolume_curve
+from autotuner.program import MlirProgram
+from bench.tuning_bench import kernel_inputs, kernel_text
+
+DOTS = MlirProgram(kernel_text(3), "main", "dots.mlir")
+INPUTS = kernel_inputs(12, 3000)
+ADAPTIVE = MlirProgram.from_file(Path(__file__).parents[1] / "examples/mlir/adaptive_sum.mlir", "mean")
+FAST = dict(repeats=1, evaluate=False, objective="money")
+
+
+def work_units(config, args, output):
+    """A deterministic cost: elements the three loops visit."""
+    return sum(args[3 * i + 2] / max(config[k]["knob_val"], 1) for i, k in enumerate(("d1", "d2", "d3")))
+
+
+def adaptive_cost(config, args, output):
+    n = args[1]
+    s = config["mean"]
+    ts, ds = (s["thresholds"], s["decisions"]) if "decisions" in s else ([], [s["knob_val"]])
+    return n / max(ds[sum(n >= t for t in ts)], 1)
+
+
+def study_of(out: Path, name: str) -> optuna.Study:
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{out / 'study.db'}")
+
+
+def measured_keys(study) -> list[str]:
+    """Keys of the configurations this study measured itself (not reused, not repeats)."""
+    return [t.user_attrs["key"] for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+            if search.REUSED not in t.user_attrs and "duplicate_of" not in t.user_attrs]
+
+
+def reused_keys(study) -> list[str]:
+    return [t.user_attrs["key"] for t in study.get_trials() if search.REUSED in t.user_attrs]
+
+
+def test_hypervolume_curve_grows_with_each_point_that_enlarges_the_front():
+    pts = [(0.0, 1.0), (0.02, 1.5), None, (0.2, 3.0), (0.03, 1.4), (0.01, 1.2)]
+    curve = hypervolume_curve(pts, 0.05)
+    assert curve[:3] == [0.0, 0.0, pytest.approx(0.03 * 0.5)]  # exact adds nothing; (0.02, 1.5) from 0.02 to 0.05
+    assert curve[3] == curve[4] == curve[5]  # a failure, a point over budget, a dominated point
+    assert curve[-1] == pytest.approx(hypervolume([p for p in pts if p], 0.05)) and curve[-1] > curve[-2]
+    assert hypervolume_curve([(0.04, 2.0)], 0.05, start=[(0.0, 1.5)])[0] == pytest.approx(0.05 * 0.5)
+
+
+def test_static_trials_seed_the_dynamic_study_and_nothing_is_measured_twice(tmp_path):
+    rng = np.random.default_rng(0)
+    inputs = [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(50, 20_000, 12))]
+    r = tune(ADAPTIVE, inputs, budget=0.02, n_trials=8, mode="both", seed=0, out_dir=tmp_path,
+             money=adaptive_cost, **FAST)
+    static, dynamic = study_of(tmp_path, "adaptive_sum.mlir:mean/static"), study_of(tmp_path, "adaptive_sum.mlir:mean/dynamic")
+    assert len(measured_keys(static)) == 4  # every static value
+    reused = reused_keys(dynamic)
+    assert len(reused) == 4 and all('"decisions"' in k for k in reused)  # lifted: every decision the static value
+    assert not set(measured_keys(dynamic)) & set(reused)  # the dynamic search measured none of them again
+    assert search.counts(dynamic)["evaluated"] == 8 and r.trials == 4 + 8  # reused ones are not evaluations
+    assert r.hypervolume["dynamic"][0] == pytest.approx(r.hypervolume["static"][-1])  # starts where static ended
+
+
+def test_warm_start_reuses_an_earlier_study_with_another_budget(tmp_path):
+    first = tune(DOTS, INPUTS, budget=0.1, n_trials=12, mode="static", seed=0, out_dir=tmp_path, study_name="a",
+                 money=work_units, **FAST)
+    second = tune(DOTS, INPUTS, budget=0.05, n_trials=6, mode="static", seed=0, out_dir=tmp_path, study_name="b",
+                  money=work_units, warm_start="a", **FAST)
+    old, new = study_of(tmp_path, "a/static"), study_of(tmp_path, "b/static")
+    assert sorted(reused_keys(new)) == sorted(measured_keys(old))  # every measurement of the first study
+    assert len(measured_keys(new)) == 6 and not set(measured_keys(new)) & set(measured_keys(old))
+    assert first.trials == 12 and second.trials == 6
+    assert any("reused from study 'a/static'" in n for n in second.notes)
+    # an earlier run's output folder works as well (its last run: study b, which holds both studies' measurements),
+    # and settings that change what a measurement means are refused
+    third = tune(DOTS, INPUTS, budget=0.05, n_trials=1, mode="static", seed=0, out_dir=tmp_path / "c",
+                 money=work_units, warm_start=str(tmp_path), **FAST)
+    assert third.trials == 1 and len(reused_keys(study_of(tmp_path / "c", "dots.mlir:main/static"))) == 12 + 6
+    with pytest.raises(ApproxError, match=r"other settings \(n_tune"):
+        tune(DOTS, INPUTS[:6], budget=0.05, n_trials=1, mode="static", seed=0, out_dir=tmp_path, study_name="d",
+             money=work_units, warm_start="a", **FAST)
+    with pytest.raises(ApproxError, match="no study 'nope/static'"):
+        tune(DOTS, INPUTS, n_trials=1, mode="static", out_dir=tmp_path, study_name="e", money=work_units,
+             warm_start="nope", **FAST)
+
+
+def test_patience_stops_when_the_hypervolume_stops_growing(tmp_path):
+    r = tune(DOTS, INPUTS, budget=0.05, n_trials=60, mode="static", seed=0, out_dir=tmp_path, money=work_units,
+             patience=4, **FAST)
+    curve = r.hypervolume["static"]
+    assert r.trials == len(curve) - 1 < 60
+    assert curve[-1] == curve[-5] and curve[-1] > 0  # no growth over the last 4 evaluations
+    assert all(curve[i] < curve[i + 4] for i in range(len(curve) - 5))  # never that long before
+
+
+def test_cli_patience_must_be_positive(tmp_path, capsys):
+    code = cli_main(["run", "examples/mlir/adaptive_sum.mlir:mean", "--inputs", "test_autotuner_cli:adaptive_inputs",
+                     "--patience", "0", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and len(err.splitlines()) == 1 and "patience must be a positive" in err
+
+
+def test_default_sampler_finds_the_recorded_dots_front_within_a_tenth_of_the_space():
+    from bench.tuning_bench import replay
+    from bench.tuning_landscapes import Landscape
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    land = Landscape.load("dots")
+    order = replay(land, search.DEFAULT_SAMPLER, 0, 13)
+    assert len(order) == 13 == len(set(order))  # 10 % of 125, no configuration twice
+    assert hypervolume(order, land.budget) >= 0.95 * hypervolume(list(land.table.values()), land.budget)
+
+
+def test_report_shows_the_hypervolume_over_evaluations(tmp_path):
+    from autotuner.report import write_report
+    from autotuner.results import TuningResult
+
+    result = TuningResult("p.mlir:main", "rel_l2", 0.05, 6, 0, 1.0,
+                          hypervolume={"static": [0.0, 0.0, 0.01, 0.02, 0.02, 0.02, 0.02]})
+    index = write_report(result, tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "static: 6 evaluations, hypervolume 0.02, last grew at evaluation 3" in summary
+    assert "| hypervolume | 0 | 0 | 0.01 | 0.02 | 0.02 |" in summary  # after 0, 1, 2, 5, 6 evaluations
+    svg = (tmp_path / "hypervolume.svg").read_text()
+    assert svg.count("<polyline") == 1 and "static" in svg
+    assert "Search progress" in index.read_text() and "last grew at evaluation 3" in index.read_text()
