@@ -203,7 +203,10 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
     if missing or kept:
         lines += ["", "## Not run here", ""]
         lines += [f"- {k}: missing: {v}" for k, v in missing.items()]
-        lines += [f"- {k}: kept from the previous bench/results.json" + (
+        lines += [f"- {k}: kept from the previous bench/results.json"
+                  + ("" if k == "kernels" or (data["systems"].get(k) or {}).get("points") else
+                     " (timed before paired timing: the exact program's time taken once per split; knob names "
+                     "of that commit)") + (
             f", made by `{runs[k]['command']}` ({runs[k]['minutes']:.1f} min, commit {runs[k]['commit']})"
             if runs and k in runs else "") for k in kept]
     return "\n".join(lines) + "\n"

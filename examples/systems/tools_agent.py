@@ -190,7 +190,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
            "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": done,
            "result": str(out / "result.json"), "points": level_points(result, LEVELS),
            "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
-           "gaps": front_gaps(result)}
+           "front": front_gaps(result)}
     from autotuner.report import write_report
 
     row["report"] = str(write_report(result, out))
