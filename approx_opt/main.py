@@ -166,9 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     warnings.formatwarning = one_line_warning
     try:
-        with warnings.catch_warnings():  # each run shows its warnings (in one process too: tests, fuzzing)
-            warnings.simplefilter("default", ApproxWarning)
-            output, errors = process(args)
+        # each run shows each of its warnings once (in one process too: tests, fuzzing), whichever
+        # thread or pass raised it
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ApproxWarning)
+            try:
+                output, errors = process(args)
+            finally:
+                shown = list(dict.fromkeys(one_line_warning(w.message, w.category, w.filename, w.lineno)
+                                           for w in caught))
+                sys.stderr.write("".join(shown))
         for line in errors:
             print(line, file=sys.stderr)
         write_output(args.output, output)
