@@ -46,15 +46,9 @@ from frontends.components.llm.smollm import (SmolLM2, attach_exit_maps, attach_l
                                              save_adapter, trained_names)
 from frontends.components.retrieval.bm25_index import Bm25Index, bm25_scores
 from frontends.components.retrieval.text import tokenize
+from examples.train_reader import seed_everything
 
 OUT = Path(__file__).resolve().parent / "models"
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.cuda.manual_seed_all(seed)
 
 
 class Bm25:
