@@ -77,11 +77,11 @@ def ablate(program, config: dict, measurer: Measurer, label: str = "") -> dict[s
     from autotuner.workers import build
 
     whole = measurer.measure(build(program, config), config)
+    log_s = math.log(whole.speedup) if whole.speedup > 0 and whole.speedup != 1 else None
     rows = []
     for knob in sorted(k for k, v in config.items() if not is_exact(v)):
         cfg = {**config, knob: exact_setting(config[knob])}
         m = measurer.measure(build(program, cfg), cfg)
-        log_s = math.log(whole.speedup) if whole.speedup > 0 and whole.speedup != 1 else None
         rows.append({
             "knob": knob, "setting": config[knob],
             "speedup_without": m.speedup, "speedup_without_ci": [m.speedup_low, m.speedup_high],
