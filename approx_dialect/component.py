@@ -14,11 +14,12 @@ Ops (operands and results are `!pyobj.obj`; `component` is the label that names
 the call site's knobs, `<component>.<parameter>`; symbols name entries of the
 component registry the program runs with):
 - `component.generate(%question, %contexts) <{component, model, max_new_tokens?,
-  precision?, passages?, sentences?, context_chars?}>`: an answer by a model (an
-  extractive reader, a causal LM, an endpoint) from the contexts, cut to the first
+  precision?, passages?, sentences?, context_chars?, layers?}>`: an answer by a model
+  (an extractive reader, a causal LM, an endpoint) from the contexts, cut to the first
   `passages` passages, the `sentences` sentences of each sharing most words with the
   question, and `context_chars` characters each; `precision` (f32, bf16, f16) is
-  the compute type of local models; absent = uncut / the model's own;
+  the compute type of local models; `layers` = k runs the model's first k decoder
+  layers (a trained early exit); absent = uncut / the model's own;
 - `component.embed(%text) <{component, encoder, precision?, dims?}>`: an embedding
   (the first `dims` dimensions, renormalised);
 - `component.retrieve(%query) <{component, retriever, top_k, preprocess?, terms?,
@@ -111,7 +112,7 @@ def _props(component: str, provider: tuple[str, str], **params) -> dict[str, Att
 class GenerateOp(ComponentOp):
     name = "component.generate"
     PROVIDER: ClassVar[str] = "model"
-    INTS: ClassVar[tuple[str, ...]] = ("max_new_tokens", "passages", "sentences", "context_chars")
+    INTS: ClassVar[tuple[str, ...]] = ("max_new_tokens", "passages", "sentences", "context_chars", "layers")
     question = operand_def(ObjType)
     contexts = operand_def(ObjType)
     model = prop_def(SymbolRefAttr)
@@ -120,6 +121,7 @@ class GenerateOp(ComponentOp):
     passages = opt_prop_def(IntegerAttr)
     sentences = opt_prop_def(IntegerAttr)
     context_chars = opt_prop_def(IntegerAttr)
+    layers = opt_prop_def(IntegerAttr)
     answer = result_def(ObjType)
 
     def __init__(self, question: SSAValue, contexts: SSAValue, component: str, model: str, **params):

@@ -41,13 +41,25 @@ def timed_rounds(configs: dict, run, rounds: int = ROUNDS) -> dict[str, float]:
 def reader_bench() -> None:
     from autotuner.metrics import exact_match
     from examples import squad
-    from frontends.components.llm import AnswerComponent, ExtractiveReader
+    from frontends import Knob
+    from frontends.components.declare import Generate, Tune
+    from frontends.components.llm import ExtractiveReader
 
     if not (MODELS / "reader_l6.npz").is_file():
         print("reader: skipped (examples/models/reader_l6.npz not trained yet)")
         return
     fast, pro = (ExtractiveReader.from_path(MODELS / f"reader_l{n}.npz") for n in (3, 6))
-    comp = AnswerComponent([fast, pro], thresholds=[0.1, 0.3], precision=True, passages=[1])
+
+    def program(model_tune: Tune):
+        answer = Generate("answer", pro, tune=[model_tune, Tune.precision("bfloat16"), Tune.param("passages", 1)])
+
+        def ask(question, contexts):
+            return answer(question, contexts)
+
+        ask.__qualname__ = "ask"
+        return Knob()(ask)
+
+    cascade, sub = program(Tune.cascade([fast], [0.1, 0.3])), program(Tune.substitute("model", fast))
     paras = squad.paragraphs()
     qs = squad.questions_of("eval")[:N_QUESTIONS]
     by_article: dict[str, list[int]] = {}
@@ -65,8 +77,9 @@ def reader_bench() -> None:
         "cascade fast->pro, t=0.3": {"model": 2},
         "passages=1 (gold only)": {"passages": 1},
     }
-    sub = AnswerComponent([fast, pro], precision=True, passages=[1])
-    built = {n: (comp if n.startswith("cascade") else sub).configure(c) for n, c in configs.items()}
+    built = {n: (cascade if n.startswith("cascade") else sub).build({f"answer.{k}": {"knob_val": v}
+                                                                     for k, v in c.items()})
+             for n, c in configs.items()}
     answers: dict[str, list] = {}
 
     def run(name):
@@ -75,12 +88,12 @@ def reader_bench() -> None:
     times = timed_rounds({n: n for n in configs}, run)
     base = times["exact (pro, float32)"]
     print(f"\nreader on {N_QUESTIONS} SQuAD eval questions (gold + 2 paragraphs), median of {ROUNDS} rounds")
-    print(f"{'configuration':30s} {'ms/question':>12s} {'speedup':>8s} {'EM':>6s} {'pro asked':>9s}")
+    print(f"{'configuration':30s} {'ms/question':>12s} {'speedup':>8s} {'EM':>6s} {'pro answers':>11s}")
     for name in configs:
         em = sum(exact_match(a.text, q.answers) for a, q in zip(answers[name], qs)) / len(qs)
-        asked = sum(any(s.startswith(pro.name) for s, _ in a.stages) for a in answers[name]) / len(qs)
+        by_pro = sum(a.model == pro.name for a in answers[name]) / len(qs)
         print(f"{name:30s} {1000 * times[name] / len(qs):12.1f} {base / times[name]:8.2f} {100 * em:6.1f} "
-              f"{100 * asked:8.0f}%")
+              f"{100 * by_pro:10.0f}%")
 
 
 def causal_bench() -> None:

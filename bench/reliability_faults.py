@@ -117,19 +117,17 @@ def model_faults(t: Tally, exact, qs, corpus, rounds: int) -> None:
 
 
 def tool_faults(t: Tally, rounds: int) -> None:
-    from frontends.components.tools import ToolComponent
-    from frontends.components.tools.triage import KeywordTriage
+    from frontends.components.tools import ToolRunner
 
     reg = F.make_tools()
-    tools = ToolComponent(reg, routers=[KeywordTriage()])
+    tools = ToolRunner(reg)
     for sub, fault in ((2, "raise"), (3, "garbage"), (4, "hang")):
         kind, n = f"tool: {fault}", rounds if fault != "hang" else max(2, rounds // 3)
-        comp = tools.configure({"substitute": sub})
         for i in range(n):
             args = {"amount": float(i), "rate": 1.17}
             t.alone(kind, f"tool convert (substitute {sub})", lambda: reg.call("convert", args, sub))
             before = tools.stats["fallbacks"]
-            t.guarded(kind, lambda: comp.call("convert", args), i * 1.17, before, lambda: tools.stats["fallbacks"])
+            t.guarded(kind, lambda: tools.call("convert", args, substitute=sub), i * 1.17, before, lambda: tools.stats["fallbacks"])
 
 
 def retriever_faults(t: Tally, corpus, qs, rounds: int) -> None:

@@ -22,8 +22,7 @@ from autotuner.cli import main as approx_tune
 from examples.squad import paragraphs, questions
 from frontends.components.llm.ladder import Cascade, Fallback
 from frontends.components.retrieval import Bm25Retriever
-from frontends.components.tools import ToolComponent
-from frontends.components.tools.triage import KeywordTriage
+from frontends.components.tools import ToolRunner
 from tests import faulty_components as F
 from tests.test_llm_support import CONTEXTS, QUESTION, one_torch_thread, untrained_reader  # noqa: F401
 
@@ -169,14 +168,14 @@ def test_faulty_tool_substitute_alone_is_one_clear_error_within_its_timeout(sub,
 
 
 def test_faulty_tool_substitutes_fall_back_to_the_exact_tool():
-    tools = ToolComponent(F.make_tools(), routers=[KeywordTriage()])
+    tools = ToolRunner(F.make_tools())
     args = [{"amount": float(a), "rate": 1.17} for a in range(5)]
     exact = [tools.call("convert", x) for x in args]
-    assert tools.configure({"substitute": 1}).call("convert", args[1]) != exact[1]  # a real approximation
+    assert tools.call("convert", args[1], substitute=1) != exact[1]  # a real approximation
     start = time.monotonic()
     for sub in (2, 3, 4):
         before = tools.stats["fallbacks"]
-        assert [tools.configure({"substitute": sub}).call("convert", x) for x in args] == exact
+        assert [tools.call("convert", x, substitute=sub) for x in args] == exact
         assert tools.stats["fallbacks"] - before == len(args)
     assert time.monotonic() - start < len(args) * BOUND
 
@@ -185,8 +184,7 @@ def test_a_faulty_exact_tool_is_one_clear_error():
     reg = F.make_tools()
     reg.register(F.make_tools()["convert"].substitutes[1], name="broken", timeout=0.2)  # exact = raising one
     with pytest.raises(ApproxError) as err:
-        ToolComponent(reg, routers=[KeywordTriage()]).configure({"substitute": 2}).call("broken", {"amount": 1.0,
-                                                                                                  "rate": 2.0})
+        ToolRunner(reg).call("broken", {"amount": 1.0, "rate": 2.0}, substitute=2)
     clear(err.value, "tool broken")
 
 

@@ -1,5 +1,5 @@
-"""Cascades (docs/cascade.md semantics), fallbacks and the knobbed answer
-component, on real local models (tiny GPT-2s of different seeds)."""
+"""Cascades (docs/cascade.md semantics), fallbacks and the `component.generate` op's
+parameters, on real local models (tiny GPT-2s of different seeds)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import select_sentences
-from frontends.components.llm.component import AnswerComponent
+from frontends import Knob
+from frontends.components.declare import Generate, Tune
 from frontends.components.llm.ladder import Cascade, Fallback
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
 from passes.transformations.cascade import decode
@@ -90,62 +91,66 @@ def test_fallback_on_an_unreachable_endpoint_and_on_a_rejected_answer():
     assert c.model == causal(1).name and c.error is None
 
 
-def component(**kw):
-    v0, v1, exact = models()
-    return AnswerComponent([v0, v1, exact], max_new_tokens=[2, 4], passages=[1, 2], context_chars=[20],
-                           sentences=[1], precision=True, **kw)
+def program(*tune: Tune):
+    """A decorated function asking the exact model through its op, with `tune` as its knobs."""
+    answer = Generate("answer", models()[2], max_new_tokens=N, tune=tune)
+
+    def ask(question, contexts):
+        return answer(question, contexts)
+
+    ask.__qualname__ = "ask"
+    return Knob()(ask)
 
 
-def test_component_knobs_are_listed_as_knob_specs():
-    specs = {s.name: s for s in component(thresholds=[0.0, 0.5]).knobs()}
-    assert {n: (s.transform_type, s.values) for n, s in specs.items()} == {
-        "answer.model": ("cascade", (0, 1, 2, 3, 4)),
+def knobbed():
+    v0, v1, _ = models()
+    return program(Tune.substitute("model", v0, v1), Tune.param("max_new_tokens", 2, 4), Tune.param("passages", 1),
+                   Tune.param("context_chars", 20), Tune.param("sentences", 1), Tune.precision("bfloat16"))
+
+
+def ask(prog, **knobs):
+    return prog.build({f"answer.{k}": {"knob_val": v} for k, v in knobs.items()})(QUESTION, CONTEXTS)
+
+
+def test_generate_knobs_are_listed_as_knob_specs():
+    specs = {s.name: (s.transform_type, s.values) for s in knobbed().knobs()}
+    assert specs == {
+        "answer.model": ("func_substitute", (0, 1, 2)),
         "answer.max_new_tokens": ("param", (0, 1, 2)),
-        "answer.passages": ("param", (0, 1, 2)),
+        "answer.passages": ("param", (0, 1)),
         "answer.context_chars": ("param", (0, 1)),
         "answer.sentences": ("param", (0, 1)),
-        "answer.precision": ("precision_reduce", (0, 1, 2)),
+        "answer.precision": ("precision_reduce", (0, 1)),
     }
-    assert component().knobs()[0].transform_type == "func_substitute"
 
 
-def test_component_at_knob_zero_is_the_exact_model_called_directly():
-    comp = component(thresholds=[0.0]).exact()
-    exact = models()[2]
-    for n in (None, 2):
-        a, b = comp(QUESTION, CONTEXTS, n), exact.answer(QUESTION, CONTEXTS, n)
-        assert (a.text, a.confidence, a.tokens_used, a.new_tokens, a.model) == \
-            (b.text, b.confidence, b.tokens_used, b.new_tokens, b.model)
+def test_generate_at_knob_zero_is_the_exact_model_called_directly():
+    a, b = ask(knobbed(), model=0, max_new_tokens=0, precision=0), models()[2].answer(QUESTION, CONTEXTS, N)
+    assert (a.text, a.confidence, a.tokens_used, a.new_tokens, a.model) == \
+        (b.text, b.confidence, b.tokens_used, b.new_tokens, b.model)
 
 
-def test_component_knobs_do_what_they_say():
-    comp = component()
+def test_generate_knobs_do_what_they_say():
+    prog = knobbed()
     v0, v1, exact = models()
-    sub = comp.configure({"answer.model": {"knob_val": 1}})(QUESTION, CONTEXTS, N)
+    sub = ask(prog, model=1)
     assert sub.model == v0.name and sub.text == v0.answer(QUESTION, CONTEXTS, N).text
-    assert comp.configure({"max_new_tokens": 1})(QUESTION, CONTEXTS, N).new_tokens == 2
-    assert comp.configure({"max_new_tokens": 2})(QUESTION, CONTEXTS, N).new_tokens == 4
-    assert comp.configure({"max_new_tokens": 0})(QUESTION, CONTEXTS, N).new_tokens == N
-    one = comp.configure({"passages": 1})(QUESTION, CONTEXTS, N)
-    assert one.tokens_used == exact.answer(QUESTION, CONTEXTS[:1], N).tokens_used
-    cut = comp.configure({"context_chars": 1})(QUESTION, CONTEXTS, N)
-    assert cut.text == exact.answer(QUESTION, [c[:20] for c in CONTEXTS], N).text
-    picked = comp.configure({"sentences": 1})(QUESTION, CONTEXTS, N)
-    assert picked.text == exact.answer(QUESTION, select_sentences(QUESTION, CONTEXTS, 1), N).text
-    assert comp.configure({"precision": 1})(QUESTION, CONTEXTS, N).model == exact.name + "[bfloat16]"
-    casc = component(thresholds=[2.0]).configure({"model": 2})(QUESTION, CONTEXTS, N)
-    assert [s for s, _ in casc.stages] == [v1.name, exact.name]
+    assert ask(prog, max_new_tokens=1).new_tokens == 2
+    assert ask(prog, max_new_tokens=2).new_tokens == 4
+    assert ask(prog, passages=1).tokens_used == exact.answer(QUESTION, CONTEXTS[:1], N).tokens_used
+    assert ask(prog, context_chars=1).text == exact.answer(QUESTION, [c[:20] for c in CONTEXTS], N).text
+    assert ask(prog, sentences=1).text == exact.answer(QUESTION, select_sentences(QUESTION, CONTEXTS, 1), N).text
+    assert ask(prog, precision=1).model == exact.name + "[bfloat16]"
+    casc = ask(program(Tune.cascade([v0, v1], [1.0])), model=2)  # no tiny model is that sure: v1, then exact
+    assert casc.model == exact.name and casc.text == exact.answer(QUESTION, CONTEXTS, N).text
 
 
-def test_component_configuration_errors_and_program_protocol():
-    comp = component()
-    with pytest.raises(ApproxError, match="unknown knob 'answer.top_k'"):
-        comp.configure({"answer.top_k": 1})
-    with pytest.raises(ApproxError, match=r"knob value 7 is not among its values \[0, 1, 2\]"):
-        comp.configure({"max_new_tokens": {"knob_val": 7}})
-    built = comp.build({"answer.max_new_tokens": {"knob_val": 1}})
-    assert built.knob("max_new_tokens") == 1 and comp.knob("max_new_tokens") == 0  # copies, not edits
-    assert built(QUESTION, CONTEXTS, N).new_tokens == 2
+def test_generate_configuration_errors():
+    prog = knobbed()
+    with pytest.raises(ApproxError, match="answer.top_k"):
+        prog.build({"answer.top_k": {"knob_val": 1}})
+    with pytest.raises(ApproxError, match="7"):
+        prog.build({"answer.max_new_tokens": {"knob_val": 7}})
 
 
 def test_select_sentences_keeps_the_question_words_sentences_in_order():

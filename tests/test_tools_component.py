@@ -1,5 +1,5 @@
-"""Triage on BFCL items (MiniLM embedding and keyword routers) and the tool
-component's knobs: exact at 0, skip, substitute, memo (QuantizedMemo), candidates."""
+"""Triage on BFCL items (MiniLM embedding and keyword routers) and validated tool
+runs with their approximations: exact at 0, skip, substitute, memo (QuantizedMemo)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.tools.bfcl import load_bfcl
-from frontends.components.tools.component import ToolComponent
+from frontends.components.tools.runner import ToolRunner
 from frontends.components.tools.registry import ToolRegistry
 from frontends.components.tools.triage import EmbeddingTriage, KeywordTriage, words
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
@@ -65,52 +65,27 @@ def make_registry(calls: list):
     return reg
 
 
-def component(calls, **kw):
-    return ToolComponent(make_registry(calls), routers=[KeywordTriage(), KeywordTriage()], candidates=[1, 2], **kw)
-
-
-def test_knob_zero_is_calling_the_tools_directly():
+def test_all_approximations_at_zero_are_calling_the_tools_directly():
     calls: list = []
-    comp = component(calls).exact()
+    runner = ToolRunner(make_registry(calls))
     for x in (1.5, 2.0, 1.5):
-        assert comp.call("scaled_square", {"x": x, "scale": 2}) == x * x * 2
-    assert comp("greet", {"name": "Ada"}) == "hello Ada"
-    assert calls == [1.5, 2.0, 1.5] and comp.stats["runs"] == 4  # no reuse at 0
-    assert comp.route("square a number", n=None)[0][0] == "scaled_square"
+        assert runner.call("scaled_square", {"x": x, "scale": 2}, skip=False, substitute=0, memo_bits=0) == x * x * 2
+    assert runner("greet", {"name": "Ada"}) == "hello Ada"
+    assert calls == [1.5, 2.0, 1.5] and runner.stats["runs"] == 4  # no reuse at 0
 
 
-def test_skip_substitute_and_memo_knobs():
+def test_skip_substitute_and_memo():
     calls: list = []
-    comp = component(calls)
-    assert comp.configure({"skip": 1}).call("scaled_square", {"x": 3.0}) == -1.0 and calls == []
+    runner = ToolRunner(make_registry(calls))
+    assert runner.call("scaled_square", {"x": 3.0}, skip=True) == -1.0 and calls == []
     with pytest.raises(ApproxError, match="missing required parameter 'x'"):
-        comp.configure({"skip": 1}).call("scaled_square", {})  # validated even when skipped
-    assert comp.configure({"substitute": 1}).call("scaled_square", {"x": 2.6, "scale": 3}) == 9.0 and calls == []
-    assert comp.configure({"substitute": 1})("greet", {"name": "Bo"}) == "hello Bo"  # no substitute: exact
-    memo = comp.configure({"memo": 40})  # floats agree to 2^-12 relative: one bucket
-    assert memo.call("scaled_square", {"x": 1.0}) == 1.0
-    assert memo.call("scaled_square", {"x": 1.0 + 1e-9}) == 1.0  # reused
-    assert memo.call("scaled_square", {"x": 1.5}) == 2.25
-    assert memo.call("scaled_square", {"x": 1.0, "scale": 2.0}) == 2.0  # other arguments: other key
-    assert calls == [1.0, 1.5, 1.0] and comp.stats["memo_hits"] == 1
-    again = comp.configure({"memo": 40})  # configured copies share the table
-    assert again.call("scaled_square", {"x": 1.5}) == 2.25 and calls == [1.0, 1.5, 1.0]
-
-
-def test_candidates_and_triage_knobs():
-    comp = component([])
-    assert len(comp.route("greet a person", n=None)) == 2
-    assert len(comp.configure({"candidates": 1}).route("greet a person", n=None)) == 1
-    assert comp.configure({"triage": 1}).route("greet a person")[0][0] == "greet"
-    specs = {s.name: (s.transform_type, s.values) for s in comp.knobs()}
-    assert specs == {"tools.triage": ("func_substitute", (0, 1)), "tools.candidates": ("param", (0, 1, 2)),
-                     "tools.skip": ("task_skipping", (0, 1)), "tools.substitute": ("func_substitute", (0, 1)),
-                     "tools.memo": ("memoize", (0, 16, 28, 34, 40, 46))}
-    with pytest.raises(ApproxError, match="knob 'memo': knob value 3 is not among its values"):
-        comp.configure({"memo": 3})
-
-
-def test_default_routers_are_embedding_then_keyword(embedding):
-    assert [r.name for r in ToolComponent(ITEMS[0].registry()).routers] == ["embedding", "keyword"]  # lazy: no load
-    comp = ToolComponent(ITEMS[0].registry(), routers=[embedding, KeywordTriage()])
-    assert comp.route(ITEMS[0].question, n=None) == embedding.rank(ITEMS[0].question, list(ITEMS[0].registry()))
+        runner.call("scaled_square", {}, skip=True)  # validated even when skipped
+    assert runner.call("scaled_square", {"x": 2.6, "scale": 3}, substitute=1) == 9.0 and calls == []
+    assert runner("greet", {"name": "Bo"}, substitute=1) == "hello Bo"  # no substitute: exact
+    # floats agree to 2^-12 relative: one bucket
+    assert runner.call("scaled_square", {"x": 1.0}, memo_bits=40) == 1.0
+    assert runner.call("scaled_square", {"x": 1.0 + 1e-9}, memo_bits=40) == 1.0  # reused
+    assert runner.call("scaled_square", {"x": 1.5}, memo_bits=40) == 2.25
+    assert runner.call("scaled_square", {"x": 1.0, "scale": 2.0}, memo_bits=40) == 2.0  # other arguments: other key
+    assert calls == [1.0, 1.5, 1.0] and runner.stats["memo_hits"] == 1
+    assert runner.call("scaled_square", {"x": 1.5}, memo_bits=34) == 2.25 and calls == [1.0, 1.5, 1.0, 1.5]

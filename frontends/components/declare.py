@@ -175,9 +175,10 @@ class Generate(Component):
 
     def __init__(self, label: str, model, *, tune: Sequence[Tune] = (), max_new_tokens: int | None = None,
                  passages: int | None = None, sentences: int | None = None, context_chars: int | None = None,
-                 precision: str | None = None):
+                 precision: str | None = None, layers: int | None = None):
         super().__init__(label, model, dict(max_new_tokens=max_new_tokens, passages=passages, sentences=sentences,
-                                            context_chars=context_chars, precision=precision), list(tune))
+                                            context_chars=context_chars, precision=precision, layers=layers),
+                         list(tune))
 
 
 class Embed(Component):

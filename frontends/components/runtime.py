@@ -6,7 +6,8 @@ attribute means is decided here and nowhere else:
 
 - generate: the contexts are cut (`sentences`, then `passages` and `context_chars`,
   `frontends.components.llm.base`), the model computes in `precision`
-  (`with_precision`), `model.answer(question, contexts, max_new_tokens)`;
+  (`with_precision`) with its first `layers` layers (`with_layers`),
+  `model.answer(question, contexts, max_new_tokens)`;
 - embed: `encoder.embed([text])[0]` in `precision`, the first `dims`
   dimensions renormalised;
 - retrieve: `retriever.search(query, top_k, **the op's other attributes)`
@@ -93,6 +94,8 @@ class ComponentRuntime:
         model = self.provider(s["model"], "component.generate")
         if s.get("precision"):
             model = model.with_precision(s["precision"])
+        if s.get("layers"):
+            model = model.with_layers(s["layers"])
         if s.get("sentences"):
             contexts = select_sentences(question, contexts, s["sentences"])
         if s.get("passages") or s.get("context_chars"):

@@ -2,9 +2,11 @@
 
 // The remaining (transformation, op) pairs of component_ops.mlir: func_substitute
 // on generate, precision_reduce and the kernel params on retrieve, memoize on
-// generate / embed / tool_call, task_skipping on embed / retrieve / tool_call.
+// generate / embed / tool_call, task_skipping on embed / retrieve / tool_call,
+// param on generate's early exit (layers).
 module {
   "approx.util.annotation.component"() <{func_name = "a", component = "answer", parameter = "model", transform_type = "func_substitute", values = [@fast], knob_val = 1 : i32}> : () -> ()
+  "approx.util.annotation.component"() <{func_name = "a", component = "answer", parameter = "layers", transform_type = "param", values = [25 : i64, 20 : i64], knob_val = 2 : i32}> : () -> ()
   "approx.util.annotation.component"() <{func_name = "a", component = "answer", parameter = "cache", transform_type = "memoize", values = [32 : i64], knob_val = 1 : i32}> : () -> ()
   "approx.util.annotation.component"() <{func_name = "a", component = "query", parameter = "cache", transform_type = "memoize", values = [16 : i64], knob_val = 1 : i32}> : () -> ()
   "approx.util.annotation.component"() <{func_name = "a", component = "dense", parameter = "precision", transform_type = "precision_reduce", values = [f32, f16], knob_val = 2 : i32}> : () -> ()
@@ -32,7 +34,7 @@ module {
 // CHECK-LABEL: func.func @a
 // CHECK:         "component.embed"(%q) <{component = "query", encoder = @minilm, cache = 16 : i64}>
 // CHECK:         "component.retrieve"(%{{.*}}) <{component = "dense", retriever = @dense, top_k = 3 : i64, precision = f16, dims = 4 : i64, docs = 3 : i64}>
-// CHECK:         "component.generate"(%q, %{{.*}}) <{component = "answer", model = @fast, cache = 32 : i64}>
+// CHECK:         "component.generate"(%q, %{{.*}}) <{component = "answer", model = @fast, layers = 20 : i64, cache = 32 : i64}>
 // CHECK:         "component.tool_call"(%{{.*}}) <{component = "tools", tools = @bfcl, router = @embedding, cache = 8 : i64}>
 // CHECK-LABEL: func.func @b
 // CHECK-NEXT:    "pyobj.const"() <{value}> : () -> !pyobj.obj

@@ -1,7 +1,8 @@
-"""Answer models (issue 4): one interface, `AnswerModel.answer(question, contexts,
+"""Answer models: one interface, `AnswerModel.answer(question, contexts,
 max_new_tokens) -> Answer`, over local torch readers, transformers causal LMs and
-OpenAI-compatible endpoints; ladders, cascades and fallbacks of them; and the
-knobbed `AnswerComponent`. Heavy imports (torch, transformers, openai) happen
+OpenAI-compatible endpoints; ladders, cascades and fallbacks of them. Programs
+call them through `component.generate` ops (`frontends.components.declare.Generate`),
+which is where their knobs live. Heavy imports (torch, transformers, openai) happen
 when a backend is used, not when this package is imported."""
 
 from frontends.components.llm.base import (
@@ -13,17 +14,15 @@ from frontends.components.llm.base import (
     select_sentences,
     parse_prompt,
 )
-from frontends.components.llm.knobs import Knob, Knobbed, param_value
 
 __all__ = [
     "PRECISIONS", "Answer", "AnswerModel", "build_prompt", "limit_contexts", "select_sentences", "parse_prompt",
-    "Knob", "Knobbed", "param_value",
-    "AnswerComponent", "Cascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
+    "Cascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
     "SmolLM2",
 ]
 
 _LAZY = {
-    "AnswerComponent": "component", "Cascade": "ladder", "Fallback": "ladder", "CausalLM": "causal",
+    "Cascade": "ladder", "Fallback": "ladder", "CausalLM": "causal",
     "ExtractiveReader": "reader", "OpenAIAnswerModel": "openai_backend", "LocalServer": "serve",
     "SmolLM2": "smollm",
 }

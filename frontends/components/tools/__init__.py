@@ -1,7 +1,7 @@
-"""Tools (issue 4): a registry of typed Python tools and BFCL's described
+"""Tools: a registry of typed Python tools and BFCL's described
 functions (BFCL-style JSON schemas), triage routers (MiniLM embedding similarity,
-keyword scoring), validated execution with skip / substitute / memo knobs
-(`ToolComponent`), and BFCL's AST checker as the QoS metric."""
+keyword scoring), validated execution with skip / substitute / memo per call
+(`ToolRunner`), and BFCL's AST checker as the QoS metric."""
 
 from frontends.components.tools.ast_check import CheckResult, check, check_call
 from frontends.components.tools.bfcl import (
@@ -13,13 +13,13 @@ from frontends.components.tools.bfcl import (
     load_bfcl,
     parse_calls,
 )
-from frontends.components.tools.component import ToolComponent
+from frontends.components.tools.runner import ToolRunner
 from frontends.components.tools.registry import Tool, ToolRegistry
 from frontends.components.tools.schema import tool_schema
 from frontends.components.tools.triage import EmbeddingTriage, KeywordTriage
 
 __all__ = [
     "CheckResult", "check", "check_call", "CATEGORIES", "BfclItem", "ast_accuracy", "bfcl_registry",
-    "format_calls", "load_bfcl", "parse_calls", "ToolComponent", "Tool", "ToolRegistry", "tool_schema",
+    "format_calls", "load_bfcl", "parse_calls", "ToolRunner", "Tool", "ToolRegistry", "tool_schema",
     "EmbeddingTriage", "KeywordTriage",
 ]
