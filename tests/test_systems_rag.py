@@ -21,7 +21,7 @@ from approx_opt.main import list_knobs
 from autotuner.program import exact_config
 from examples.systems import common, rag_bm25, rag_dense
 
-PREVIOUS = Path(__file__).parent / "data" / "rag_bm25_previous.json"
+DATA = Path(__file__).parent / "data"
 
 STEP = 69
 BM25_FIXED = {  # the first questions of the evaluation articles -> the exact program's answers
@@ -140,26 +140,31 @@ def test_approximate_configuration_and_errors(dense):
 
 def previous_config(config: dict) -> dict:
     """A configuration of the previous implementation in today's knob names (the
-    retriever's kernel knobs were knob values, now indices into KERNEL_VALUES)."""
-    names = {"bm25": "bm25.top_k", "preprocess": "bm25.preprocess"}
+    retrievers' kernel knobs were knob values, now indices into KERNEL_VALUES)."""
+    names = {"bm25": "bm25.top_k", "preprocess": "bm25.preprocess", "dense": "dense.top_k",
+             "query.layers": "query.encoder", "dense_dot#2": "dense.precision"}
     out = {}
     for name, setting in config.items():
-        if name in ("bm25_terms", "bm25_docs"):
-            k = rag_bm25.KERNEL_VALUES.index(setting["knob_val"]) + 1
-            out["bm25." + name.split("_")[1]] = {"knob_val": k}
+        if name in ("bm25_terms", "bm25_docs", "dense_dot", "dense_docs"):
+            values = rag_bm25.KERNEL_VALUES if name.startswith("bm25") else rag_dense.KERNEL_VALUES
+            k = values.index(setting["knob_val"]) + 1
+            out[name.split("_")[0] + "." + {"dot": "dims"}.get(name.split("_")[1], name.split("_")[1])] = \
+                {"knob_val": k}
         else:
             out[names.get(name, name)] = setting
     return out
 
 
-def test_answers_equal_the_previous_implementation(bm25):
+@pytest.mark.parametrize("name", ["bm25", "dense"])
+def test_answers_equal_the_previous_implementation(name, bm25, dense):
     """20 fixed evaluation questions at five configurations answer as the previous
-    implementation (Knobbed components beside the IR, commit 73d2e32) did; recorded
-    by tests/data/record_rag_bm25_previous.py."""
-    previous = json.loads(PREVIOUS.read_text())
-    for name, config in previous["configs"].items():
-        run = bm25.build(previous_config(config))
-        assert [run(q) for q in previous["questions"]] == previous["answers"][name], name
+    implementation (knobs held by Python objects beside the IR, commit 73d2e32) did;
+    recorded by tests/data/record_rag_{bm25,dense}_previous.py."""
+    previous = json.loads((DATA / f"rag_{name}_previous.json").read_text())
+    program = bm25 if name == "bm25" else dense
+    for label, config in previous["configs"].items():
+        run = program.build(previous_config(config))
+        assert [run(q) for q in previous["questions"]] == previous["answers"][label], label
 
 
 def test_time_budget_stops_new_configurations_only(bm25):
