@@ -169,7 +169,7 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
     for name, d in details.items():
         lines += ["", f"### {name}", "", f"- tuning questions {d.get('n_tune')}, evaluation {d.get('n_eval')}; "
                   f"trials per mode {d.get('trials_per_mode')}; wall time (load, tune, evaluate, report) "
-                  f"{d.get('wall_seconds', 0):.0f} s; report: {d.get('report', '-')}"]
+                  f"{d.get('wall_seconds', 0):.0f} s; report: {repo_path(d.get('report', '-'))}"]
         if d.get("fixed"):
             lines.append("- fixed at exact (stage under 2 % of the exact time): "
                          + ", ".join(f"{k} ({100 * v:.2f} %)" for k, v in d["fixed"].items()))
@@ -272,6 +272,12 @@ def main(argv=None) -> int:
     print(md)
     print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}")
     return 0
+
+
+def repo_path(path: str) -> str:
+    """`path` relative to the checkout it was written in (reports/...): results
+    travel between checkouts."""
+    return path[path.index("reports/"):] if "reports/" in path else path
 
 
 def render() -> int:
