@@ -16,8 +16,9 @@ speedup) under the constraint QoS loss <= budget, with staged evaluation.
   cannot prune multi-objective trials, so a pruned trial is COMPLETE with its
   slice figures, the user attr `pruned` (and `prune_reason`), and a positive
   constraint value (infeasible), which samplers rank below every feasible trial.
-- A configuration proposed again is not measured again: the trial copies the
-  earlier figures (user attr `duplicate_of`) and does not count as an evaluation.
+- A configuration proposed again is not measured again, nor stored as a new
+  finished trial: the trial ends PRUNED with the user attr `duplicate_of` (so
+  Optuna's `study.best_trials` is the front) and does not count as an evaluation.
 - Failures: a configuration that does not build or run is a FAIL trial with the
   user attr `error`; a FAIL trial without it was interrupted (Ctrl-C, a killed
   worker) and is excluded from counts and seeding.
@@ -234,7 +235,7 @@ def counts(study: optuna.Study) -> dict[str, int]:
             c["running"] += 1
         elif t.state == TrialState.WAITING:
             c["waiting"] += 1
-        elif t.state == TrialState.FAIL and "duplicate_of" in t.user_attrs:
+        elif t.state in (TrialState.FAIL, TrialState.PRUNED) and "duplicate_of" in t.user_attrs:
             c["duplicates"] += 1
         elif t.state == TrialState.FAIL and not interrupted(t):
             c["failed"] += 1
@@ -302,12 +303,8 @@ class Objective:
         done = records(trial.study, trials)
         for r in done:
             if r.attrs.get("key") == key and not r.duplicate:
-                for k in ("pruned", "prune_reason", "seconds", "qos", "money", "n", "speedup_low", "speedup_high",
-                          "exact_seconds"):
-                    if k in r.attrs:
-                        trial.set_user_attr(k, r.attrs[k])
                 trial.set_user_attr("duplicate_of", r.number)
-                return self._finish(trial, r.qos_loss, r.speedup, r.pruned)
+                raise optuna.TrialPruned(f"configuration measured by trial {r.number}")
         for t in (t for t in trials if t.state == TrialState.FAIL):
             if t.user_attrs.get("key") == key and "error" in t.user_attrs and "duplicate_of" not in t.user_attrs:
                 trial.set_user_attr("duplicate_of", t.number)

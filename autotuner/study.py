@@ -5,9 +5,18 @@ Storage: SQLite under the output folder by default (a busy timeout, so several
 worker processes share the file); any SQLAlchemy URL (`postgresql://...`) lets
 workers on several machines join the same study (heartbeats turn a dead
 worker's trial into an interrupted one). The same study name resumes: finished
-trials are kept, `n_trials` is the total, and the settings must match. One study
-per mode, named `<name>/static` and `<name>/dynamic`. Ctrl-C stops cleanly: the
-running trials end as interrupted, finished ones stay.
+trials are kept, `n_trials` is the total, and the settings must match. Ctrl-C
+stops cleanly: the running trials end as interrupted, finished ones stay.
+
+The studies are plain Optuna studies that Optuna's own tools read: one per mode,
+named `<name>/static` and `<name>/dynamic` (`<name>`: `study_name`, by default the
+program's name, e.g. `adaptive_sum.mlir:mean`), objectives named `qos_loss`
+(minimised) and `speedup` (maximised), the constraint `qos_loss <= budget`.
+`study.best_trials` is the tuning front: a configuration measured already is not
+a new COMPLETE trial (a repeat ends PRUNED with the user attr `duplicate_of`).
+The result is `result.json` in the output folder; each study names it in the
+user attr `result_file`. E.g. `optuna trials --storage sqlite:///OUT/study.db
+--study-name 'adaptive_sum.mlir:mean/static'`.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import math
 import re
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -31,7 +41,7 @@ from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.program import MlirProgram
-from autotuner.results import RESULT_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
+from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
 from autotuner import warm_start as reuse
 from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
@@ -54,6 +64,10 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> 
     study = optuna.create_study(study_name=job.study_name, storage=storage, load_if_exists=True,
                                 directions=["minimize", "maximize"],
                                 sampler=search.TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
+    if study.metric_names is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(list(METRIC_NAMES))
     old = study.user_attrs.get("settings")
     if old is None:
         study.set_user_attr("settings", settings)
@@ -274,7 +288,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
         result.front += _eval_front(study, fr, program, eval_m, m, notes)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
+    path = result.save(out / "result.json").resolve()
     for study in studies.values():
-        study.set_user_attr(RESULT_ATTR, result.to_dict())
-    result.save(out / "result.json")
+        study.set_user_attr(RESULT_FILE_ATTR, str(path))
     return result
