@@ -4,7 +4,6 @@ knob / decide / try / transform ops and erase them."""
 
 from __future__ import annotations
 
-
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_prop_def, prop_def, traits_def
@@ -12,8 +11,8 @@ from xdsl.traits import HasParent
 from xdsl.utils.exceptions import VerifyException
 
 from approx_dialect.ladder import verify_ladder
-from approx_dialect.symbols import frozen_table
 from approx_dialect.ops import I32Array, verify_transform_type
+from approx_dialect.symbols import frozen_table
 
 
 def symbol_name(name: str) -> str:

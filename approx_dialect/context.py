@@ -9,13 +9,15 @@ both spellings of an ApproxMLIR program are accepted.
 from __future__ import annotations
 
 import io
-from math import isinf
 import re
 from bisect import bisect_right
+from math import isinf
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, builtin, cf, func, llvm, math, memref, scf, tensor
+from xdsl.dialects.bufferization import Bufferization
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.linalg import Linalg
 from xdsl.ir import Operation
 from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
@@ -26,12 +28,9 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from approx_dialect import Approx, nesting, scf_syntax, upstream_import
 from approx_dialect.component import Component
+from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import PyObj
 from approx_dialect.symbols import frozen_symbols
-from approx_dialect.diagnostics import ApproxError
-
-from xdsl.dialects.bufferization import Bufferization
-from xdsl.dialects.linalg import Linalg
 
 _DIALECTS = (
     builtin.Builtin,

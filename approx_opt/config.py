@@ -88,8 +88,8 @@ def _values_for_static(module: ModuleOp, ann) -> tuple[int, ...]:
             if op.name == "approx.util.annotation.cascade" and symbol_name(op.func_name.data) == fname:
                 return tuple(range(op.variants.value.data * len(op.threshold_values) + 1))
     if t == "task_skipping":
-        from passes.transformations.task_skipping import BRANCHING, branches
         from passes.ir_utils import ModuleSymbols, first_in_region
+        from passes.transformations.task_skipping import BRANCHING, branches
 
         func = ModuleSymbols(module).get(fname)
         root = first_in_region(func.body, BRANCHING) if func is not None else None

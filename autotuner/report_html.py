@@ -16,9 +16,21 @@ import json
 
 from autotuner.report_plot import figure
 from autotuner.report_progress import hypervolume_html
-from autotuner.report_summary import (LEVELS, MODES, QOS_LOSS_DEFINITION, ablation_sections, failure_lines, finite,
-                                      fmt_gap, fmt_knobs, fmt_loss, fmt_seconds, fmt_speedup, importance_sections,
-                                      speedup_cells)
+from autotuner.report_summary import (
+    LEVELS,
+    MODES,
+    QOS_LOSS_DEFINITION,
+    ablation_sections,
+    failure_lines,
+    finite,
+    fmt_gap,
+    fmt_knobs,
+    fmt_loss,
+    fmt_seconds,
+    fmt_speedup,
+    importance_sections,
+    speedup_cells,
+)
 from autotuner.report_svg import esc, legend, panel
 
 CSS = """

@@ -37,13 +37,13 @@ from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
 from autotuner import search
+from autotuner import warm_start as reuse
 from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.program import MlirProgram
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
-from autotuner import warm_start as reuse
 from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
 
 WHERE = "<approx-tune>"

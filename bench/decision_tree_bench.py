@@ -118,7 +118,7 @@ def main(n: int = 10_000_000, small: int = 16) -> dict:
         assert fn(data, n, 7) == plain, name  # all-0 decisions are exact
     big = interleaved({k: (lambda f=f: f(data, n, 7)) for k, f in fns.items()})
     tiny = interleaved({k: (lambda f=f: [f(data, small, 7) for _ in range(1000)]) for k, f in fns.items()})
-    print(f"\n## Runtime overhead of the lowered decision (sum kernel; median of 15 interleaved runs)")
+    print("\n## Runtime overhead of the lowered decision (sum kernel; median of 15 interleaved runs)")
     print(f"| program | n = {n:,} | ratio | n = {small}, per call | extra per call |")
     print("|---|---|---|---|---|")
     out: dict = {"learning": rows}

@@ -8,17 +8,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import decision_tree_bench  # noqa: E402
-from bench import pipeline_bench  # noqa: E402
-from bench import transform_precision  # noqa: E402
-from bench import transform_memo_param  # noqa: E402
-from bench import transform_loops  # noqa: E402
-from bench import tuning_bench  # noqa: E402
-from bench import retrieval_bench  # noqa: E402
-from bench import frontend_bench  # noqa: E402
-from bench import torch_bench  # noqa: E402
-from bench import llm_tools_bench  # noqa: E402
-from bench import kernels_bench  # noqa: E402
+from bench import (
+    decision_tree_bench,  # noqa: E402
+    frontend_bench,  # noqa: E402
+    kernels_bench,  # noqa: E402
+    llm_tools_bench,  # noqa: E402
+    pipeline_bench,  # noqa: E402
+    retrieval_bench,  # noqa: E402
+    torch_bench,  # noqa: E402
+    transform_loops,  # noqa: E402
+    transform_memo_param,  # noqa: E402
+    transform_precision,  # noqa: E402
+    tuning_bench,  # noqa: E402
+)
 
 
 def main() -> int:

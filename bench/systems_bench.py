@@ -26,7 +26,8 @@ TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5)}  # is
 
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = ()) -> dict:
-    from examples.systems.tuning import front_gaps, held_out_speedup as best, level_points, tune_system
+    from examples.systems.tuning import front_gaps, level_points, tune_system
+    from examples.systems.tuning import held_out_speedup as best
 
     run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or ROOT / "reports" / "bench" / name, seed=seed,
                       eval_repeats=2, ablate_levels=ablate_levels)

@@ -125,8 +125,8 @@ def main(d: int = 512, h: int = 2048, batch: int = 64, hidden=(1024, 512, 128), 
               f"| {exact_t / t:.2f}x | {f32_t / t:.2f}x | {qos:.6f} |")
         rows.append({"k": k, "precision": p, "time_s": t, "speedup": exact_t / t, "qos": qos})
     if torch_iree.available():
-        print(f"\n| IREE llvm-cpu, 1 thread (local-sync): substitution k | precision | time (ms) "
-              f"| speedup vs MLIR JIT exact | JIT time / IREE time | QoS |")
+        print("\n| IREE llvm-cpu, 1 thread (local-sync): substitution k | precision | time (ms) "
+              "| speedup vs MLIR JIT exact | JIT time / IREE time | QoS |")
         print("|---|---|---|---|---|---|")
         for k, p in [(0, 0), (0, 1), (0, 2), (2, 1)]:
             fname = "forward_exact" if k == 0 else f"approx_forward_{k}"

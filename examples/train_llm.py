@@ -42,11 +42,19 @@ import torch
 
 from autotuner.metrics import containment, exact_match, token_f1
 from examples import squad
-from frontends.components.llm.smollm import (SmolLM2, attach_exit_maps, attach_lora, chat_prompt, load_adapter, load_base,
-                                             save_adapter, trained_names)
+from examples.train_reader import seed_everything
+from frontends.components.llm.smollm import (
+    SmolLM2,
+    attach_exit_maps,
+    attach_lora,
+    chat_prompt,
+    load_adapter,
+    load_base,
+    save_adapter,
+    trained_names,
+)
 from frontends.components.retrieval.bm25_index import Bm25Index, bm25_scores
 from frontends.components.retrieval.text import tokenize
-from examples.train_reader import seed_everything
 
 OUT = Path(__file__).resolve().parent / "models"
 

@@ -251,9 +251,9 @@ class KnobFunction:
         return self._arg_types(key)
 
     def _arg_types(self, key: tuple) -> list:
+        from approx_dialect.pyobj import OBJ
         from frontends.lower_kernel import SCALARS, memref_of
         from frontends.lower_python import SCALAR_ANNOTATIONS
-        from approx_dialect.pyobj import OBJ
 
         anns = self._param_annotations()
         if self.kind == "python":

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import DEFAULT_VALUES
 from approx_dialect.transform_types import TRANSFORM_TYPES, known_transform_names
+from approx_opt.config import DEFAULT_VALUES
 
 __all__ = ["Cascade", "DecisionTree", "Knob", "KnobConfig", "Memoize", "Param", "SafetyContract",
            "StaticTransform", "get_config"]

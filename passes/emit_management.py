@@ -26,8 +26,8 @@ from approx_dialect import (
 )
 from approx_dialect.annotations import state_indices
 from approx_dialect.diagnostics import ApproxError
-from passes.ir_utils import ModuleSymbols, first_knob
 from approx_dialect.param import AnnotationParamOp
+from passes.ir_utils import ModuleSymbols, first_knob
 from passes.transformations.param import emit_param
 
 

@@ -179,9 +179,10 @@ def _one_line(msg: str) -> str:
 def run_approx_opt(s: str, tmp: Path) -> str:
     """`approx-opt FILE -p approx-pipeline` in-process on the program; its output must read back
     with the string intact, or it exits 1 with one error line."""
+    from xdsl.dialects.builtin import StringAttr
+
     from approx_dialect.context import parse_module
     from approx_opt.main import main
-    from xdsl.dialects.builtin import StringAttr
 
     src, dst = tmp / "in.mlir", tmp / "out.mlir"
     src.write_text(mlir_text(s), encoding="utf-8")

@@ -115,8 +115,8 @@ def test_stock_xdsl_opt_loads_the_dialect_and_passes(tmp_path):
     import sys
     from pathlib import Path
 
-    from passes import ALL_PASSES, APPROX_PIPELINE_NAME
     from approx_opt.universe import APPROX_UNIVERSE
+    from passes import ALL_PASSES, APPROX_PIPELINE_NAME
 
     assert set(APPROX_UNIVERSE.all_passes) == {*ALL_PASSES, APPROX_PIPELINE_NAME}
     src = tmp_path / "p.mlir"

@@ -21,8 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from bench.reliability_crash import (ROOT, command, complete_trials, finish, front, kill_group, locked, lost,
-                                     running_workers, start)
+from bench.reliability_crash import (
+    ROOT,
+    command,
+    complete_trials,
+    finish,
+    front,
+    kill_group,
+    locked,
+    lost,
+    running_workers,
+    start,
+)
 
 TRIALS = 12
 

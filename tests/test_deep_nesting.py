@@ -25,7 +25,6 @@ def test_a_thousand_levels_parse_run_and_print():
 
 
 def test_past_the_limit_a_located_error(capsys):
-    from approx_opt.main import main
 
     text = "// header\n" + nested_ifs(MAX_NESTING + 5)
     with pytest.raises(ApproxError) as info:

@@ -109,18 +109,18 @@ def test_op_verifier_messages(old, new, message):
 
 
 def test_decide_state_must_yield_one_i32():
-    text = f"""
-func.func @f(%x: i32) -> i32 {{
-  %0 = "approx.knob"(%x) <{{id = 0 : i32, rf = 0 : i32, QoS_in = array<i32>, QoS_out = array<i32>}}> ({{
-    "approx.decide"(%x) <{{num_thresholds = 1 : i32, thresholds_uppers = array<i32: 9>, thresholds_lowers = array<i32: 0>, decision_values = array<i32: 0, 1>, thresholds = array<i32: 3>, decisions = array<i32: 0, 1>, transform_type = "loop_perforate"}}> ({{
+    text = """
+func.func @f(%x: i32) -> i32 {
+  %0 = "approx.knob"(%x) <{id = 0 : i32, rf = 0 : i32, QoS_in = array<i32>, QoS_out = array<i32>}> ({
+    "approx.decide"(%x) <{num_thresholds = 1 : i32, thresholds_uppers = array<i32: 9>, thresholds_lowers = array<i32: 0>, decision_values = array<i32: 0, 1>, thresholds = array<i32: 3>, decisions = array<i32: 0, 1>, transform_type = "loop_perforate"}> ({
     ^bb0(%s: i32):
       %f = arith.constant 1.0 : f32
       approx.yield %f : f32
-    }}) : (i32) -> ()
+    }) : (i32) -> ()
     approx.yield %x : i32
-  }}) : (i32) -> i32
+  }) : (i32) -> i32
   return %0 : i32
-}}"""
+}"""
     assert "approx.decide state region yields (f32) but (i32) is expected" in error_of(text)
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import inspect
 
+import frontend_programs as P
 import numpy as np
 import pytest
 
-import frontend_programs as P
 from approx_dialect.diagnostics import ApproxError
 from frontends import DecisionTree, Knob, KnobError, SafetyContract, StaticTransform, get_config
 

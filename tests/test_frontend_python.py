@@ -8,11 +8,11 @@ import json
 import os
 from pathlib import Path
 
+import frontend_programs as P
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import frontend_programs as P
 from autotuner.program import exact_config
 from frontends import Knob, StaticTransform
 
@@ -142,8 +142,8 @@ def test_generated_python_never_executes_ir_text():
         return x + evil
 
     assert echo("a") == "a" + evil
-    from frontends.pygen import generate
     from approx_dialect.context import parse_module
+    from frontends.pygen import generate
 
     text, env, entry = echo._module()
     src = generate(parse_module(echo.ir(after=True)), env).source

@@ -11,7 +11,7 @@ import torch
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.reader import ExtractiveReader
 from frontends.components.llm.span_model import load_span_model, untrained_span_model_for_plumbing_tests
-from tests.test_llm_support import CONTEXTS, QUESTION, untrained_reader, one_torch_thread  # noqa: F401 (autouse fixture)
+from tests.test_llm_support import CONTEXTS, QUESTION, one_torch_thread, untrained_reader  # noqa: F401 (autouse fixture)
 
 
 def test_untrained_reader_is_deterministic_and_says_what_it_is():

@@ -42,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from examples.systems.tools_cues import params_of
 from examples.systems.tools_data import (
     CATEGORIES,
     ToolQuery,
@@ -51,7 +52,6 @@ from examples.systems.tools_data import (
     query_of,
     split,
 )
-from examples.systems.tools_cues import params_of
 from frontends import DecisionTree, Knob
 from frontends.components.tools import load_bfcl
 
@@ -154,8 +154,14 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import tune
     from examples.systems.common import one_thread
-    from examples.systems.tuning import (explain_levels, front_gaps, held_out_speedup, level_points,
-                                         record_how_to_verify, search_static_then_dynamic)
+    from examples.systems.tuning import (
+        explain_levels,
+        front_gaps,
+        held_out_speedup,
+        level_points,
+        record_how_to_verify,
+        search_static_then_dynamic,
+    )
 
     one_thread()
     start = time.perf_counter()

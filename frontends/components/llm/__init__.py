@@ -10,8 +10,8 @@ from frontends.components.llm.base import (
     AnswerModel,
     build_prompt,
     limit_contexts,
-    select_sentences,
     parse_prompt,
+    select_sentences,
 )
 from frontends.components.llm.knobs import Knob, Knobbed, param_value
 
