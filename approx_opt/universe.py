@@ -10,5 +10,6 @@ scf_syntax.install()  # upstream's `-> f32` result types, as approx-opt reads th
 
 APPROX_UNIVERSE = Universe(
     all_dialects={"approx": lambda: Approx},
-    all_passes={name: (lambda cls=cls: cls) for name, cls in {**ALL_PASSES, ApproxPipelinePass.name: ApproxPipelinePass}.items()},
+    all_passes={name: (lambda cls=cls: cls)
+                for name, cls in {**ALL_PASSES, ApproxPipelinePass.name: ApproxPipelinePass}.items()},
 )

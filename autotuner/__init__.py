@@ -1,4 +1,4 @@
-"""Optuna search over knobs and the Pareto report (issue 5).
+"""Optuna search over knobs and the Pareto report.
 
 `autotuner.tune(program, inputs, ...) -> TuningResult`; the command is
 `approx-tune` (`autotuner.cli`). Names are imported on first use, so importing

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import math
 import re
 import sys
@@ -47,6 +48,7 @@ from autotuner.space import SearchSpace
 from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
 
 WHERE = "<approx-tune>"
+log = logging.getLogger(__name__)
 
 
 def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
@@ -173,6 +175,18 @@ def one_run_per_sqlite_study(storage: str, study: str):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@contextmanager
+def optuna_quiet():
+    """Optuna's per-trial INFO lines off while the tuner runs (it shows its own
+    progress), the caller's verbosity back afterwards."""
+    old = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(old)
+
+
 def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:-]+", "_", name).strip("_") or "program"
 
@@ -239,10 +253,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                       timing_seconds=TUNING_TIMING_SECONDS)  # exact must run
     n_slice = math.ceil(stage_fraction * len(tune_in))
     slice_n = n_slice if stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-
     studies, names, total_seconds = {}, {}, 0.0
-    with one_run_per_sqlite_study(storage, base):
+    with one_run_per_sqlite_study(storage, base), optuna_quiet():
         for m, space in spaces.items():
             job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage,
                       f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock, warm_start,
@@ -288,6 +300,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
         result.front += _eval_front(study, fr, program, eval_m, m, notes)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
+    for note in notes:
+        log.info("%s: %s", program.name, note)
     path = result.save(out / "result.json").resolve()
     for study in studies.values():
         study.set_user_attr(RESULT_FILE_ATTR, str(path))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 import multiprocessing as mp
 import pickle
 import random
@@ -37,6 +38,7 @@ from autotuner.results import _safe_url
 from autotuner.space import SearchSpace
 
 WHERE = "<approx-tune>"
+log = logging.getLogger(__name__)
 
 
 def _sqlite_connect(path: str) -> sqlite3.Connection:
@@ -256,7 +258,9 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
             for i, p in enumerate(procs):
                 if p.exitcode not in (None, 0):  # killed (kill -9, out of memory) or crashed in native code
                     deaths += 1
-                    _recover_dead_worker(study, p.pid)
+                    n = _recover_dead_worker(study, p.pid)
+                    log.warning("worker %s (pid %s) ended with exit code %s; %d trial(s) queued again, a new "
+                                "worker starts", i, p.pid, p.exitcode, n)
                     if deaths > max_deaths:
                         raise ApproxError(f"worker processes keep dying ({deaths} times; the last with exit "
                                           f"code {p.exitcode}); finished trials are kept", where=WHERE)

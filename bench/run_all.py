@@ -3,23 +3,24 @@ in the same run (machines are shared and noisy: medians, not single runs)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import (
-    decision_tree_bench,  # noqa: E402
-    frontend_bench,  # noqa: E402
-    kernels_bench,  # noqa: E402
-    llm_tools_bench,  # noqa: E402
-    pipeline_bench,  # noqa: E402
-    retrieval_bench,  # noqa: E402
-    torch_bench,  # noqa: E402
-    transform_loops,  # noqa: E402
-    transform_memo_param,  # noqa: E402
-    transform_precision,  # noqa: E402
-    tuning_bench,  # noqa: E402
+from bench import (  # noqa: E402 (after the path insert)
+    decision_tree_bench,
+    frontend_bench,
+    kernels_bench,
+    llm_tools_bench,
+    pipeline_bench,
+    retrieval_bench,
+    torch_bench,
+    transform_loops,
+    transform_memo_param,
+    transform_precision,
+    tuning_bench,
 )
 
 
@@ -39,4 +40,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     sys.exit(main())

@@ -13,6 +13,7 @@ threads and with one.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -118,7 +119,8 @@ def main(d: int = 512, h: int = 2048, batch: int = 64, hidden=(1024, 512, 128), 
         for p in (0, 1, 2):
             fn = prog.build({"forward": {"knob_val": k}, fname: {"knob_val": p}})
             y = fn(x)
-            measured[k, p] = (median_time(lambda: fn(x), repeat), 1 - np.linalg.norm(y_exact - y) / np.linalg.norm(y_exact))
+            qos = 1 - np.linalg.norm(y_exact - y) / np.linalg.norm(y_exact)
+            measured[k, p] = (median_time(lambda: fn(x), repeat), qos)
     f32_t = measured[0, 1][0]
     for (k, p), (t, qos) in measured.items():
         print(f"| {k} (hidden {h if k == 0 else hidden[k - 1]}) | {('f64', 'f32', 'f16')[p]} | {t * 1e3:.1f} "
@@ -143,4 +145,5 @@ def main(d: int = 512, h: int = 2048, batch: int = 64, hidden=(1024, 512, 128), 
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

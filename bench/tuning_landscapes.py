@@ -20,6 +20,7 @@ and rewrites its file; nothing else in the benchmark re-measures.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
 import json
@@ -230,10 +231,12 @@ RECORDERS = {"dots": record_dots, "ladder": record_ladder, "rag_bm25": record_ra
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) != 2 or argv[0] != "record" or argv[1] not in RECORDERS:
-        sys.exit(f"usage: python bench/tuning_landscapes.py record {{{','.join(RECORDERS)}}}")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["record"])
+    ap.add_argument("name", choices=list(RECORDERS), help="the landscape to measure and rewrite")
+    name = ap.parse_args(argv).name
     t0 = time.perf_counter()
-    land = RECORDERS[argv[1]]()
+    land = RECORDERS[name]()
     DIR.mkdir(exist_ok=True)
     (DIR / f"{land.name}.json").write_text(land.to_json())
     print(f"{land.name}: {len(land.table)} configurations recorded in {time.perf_counter() - t0:.0f} s "

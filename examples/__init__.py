@@ -1,1 +1,1 @@
-"""Compound AI systems and kernels built with the toolchain (issue 6)."""
+"""Compound AI systems and kernels built with the toolchain."""

@@ -142,7 +142,8 @@ def train(args) -> tuple[torch.nn.Module, object, dict]:
     params = [named[n] for n in trained_names(model)]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     steps = args.epochs * ((len(examples) + args.batch - 1) // args.batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (0.05 * steps)) * max(0.0, 1 - s / steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / (0.05 * steps)) * max(0.0, 1 - s / steps))
     generator = torch.Generator().manual_seed(args.seed)
     start, log = time.time(), []
     for epoch in range(args.epochs):

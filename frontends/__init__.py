@@ -1,4 +1,4 @@
-"""Frontends: Python decorator, LLM / retrieval / tool / torch components (issue 4).
+"""Frontends: Python decorator, LLM / retrieval / tool / torch components.
 
 `Knob` and its settings carry ApproxMLIR's Python names; a decorated function is a
 `KnobFunction` (numeric kernels JIT-compiled, orchestration code run as Python

@@ -1,4 +1,4 @@
-"""Components that really misbehave (issue 7, item 3), shared by
+"""Components that really misbehave, shared by
 tests/test_component_faults.py and bench/reliability_faults.py: an HTTP server
 speaking the OpenAI API that answers 500s, malformed JSON, no text, impossible
 log-probabilities, or too late; answer models that raise or return garbage;

@@ -1,4 +1,4 @@
-"""Hostile strings and the paths they take to generated Python (issue 7, item 5).
+"""Hostile strings and the paths they take to generated Python.
 
 Why: Python generated from IR must treat every symbol name, string attribute,
 location and Python string as data. Each hostile string carries live payloads
@@ -130,7 +130,7 @@ MLIR = """module {{
     func.return %g : !pyobj.obj
   }}
 }}
-"""
+"""  # noqa: E501 (MLIR text)
 
 
 def mlir_text(s: str, raw: bool = False) -> str:

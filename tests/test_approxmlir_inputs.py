@@ -68,7 +68,7 @@ LOOP2 = """module {
     return
   }
 }
-"""
+"""  # noqa: E501 (MLIR text)
 
 # base2.mlir: a safety contract (checker and recovery take every argument of the function)
 BASE2 = """module {

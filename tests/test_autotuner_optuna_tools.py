@@ -23,9 +23,12 @@ def test_optuna_reads_a_finished_study(tmp_path, capsys):
     queued = optuna.create_study(study_name=f"{BASE}/static", storage=url, directions=["minimize", "maximize"])
     queued.enqueue_trial({"mean": 4})
     queued.enqueue_trial({"mean": 4})
+    optuna.logging.set_verbosity(optuna.logging.DEBUG)
     code = main(["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--budget", "0.05",
                  "--trials", "5", "--mode", "both", "--repeats", "1", "--out", str(tmp_path), "--no-progress"])
     assert code == 0, capsys.readouterr().err
+    assert optuna.logging.get_verbosity() == optuna.logging.DEBUG  # the caller's setting, restored
+    optuna.logging.set_verbosity(optuna.logging.INFO)
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["study_names"] == {"static": f"{BASE}/static", "dynamic": f"{BASE}/dynamic"}
 

@@ -1,4 +1,4 @@
-"""Crash-safe tuning (issue 7, item 4) with real `approx-tune run` processes on one
+"""Crash-safe tuning with real `approx-tune run` processes on one
 SQLite file: `kill -9` of a worker mid-trial and of the whole run keeps every
 finished trial as it was and ends on the front of an uninterrupted run with the
 same seed; several worker processes on one file never fail on a locked database.

@@ -28,7 +28,8 @@ func.func @r(%x: i32) -> i32 {
 
 ROUND_TRIP_PROGRAMS = [
     KNOB,
-    module(STATE_OF_N, SUM_LOOP, decision_tree("sum", "loop_perforate", "state", [5, 9], [0, 2, 3], state_indices=(1,))),
+    module(STATE_OF_N, SUM_LOOP,
+           decision_tree("sum", "loop_perforate", "state", [5, 9], [0, 2, 3], state_indices=(1,))),
     module(SUM_LOOP, static_transform("sum", "loop_perforate", 4)),
     module(SUM_LOOP, '"approx.util.annotation.knob"() <{func_name = "sum"}> : () -> ()',
            '"approx.util.annotation.convert_to_call"() <{func_name = "sum"}> : () -> ()'),
@@ -95,9 +96,11 @@ def test_annotation_verifier_messages(text, message):
 @pytest.mark.parametrize(
     "old, new, message",
     [
-        ('"approx.yield"(%x) : (i32) -> ()\n  }) : (i32) -> i32', '"approx.yield"(%x, %x) : (i32, i32) -> ()\n  }) : (i32) -> i32',
+        ('"approx.yield"(%x) : (i32) -> ()\n  }) : (i32) -> i32',
+         '"approx.yield"(%x, %x) : (i32, i32) -> ()\n  }) : (i32) -> i32',
          "approx.knob body region yields (i32, i32) but (i32) is expected"),
-        ('%t = arith.constant true\n      "approx.yield"(%t) : (i1) -> ()', '%t = arith.constant 1 : i32\n      "approx.yield"(%t) : (i32) -> ()',
+        ('%t = arith.constant true\n      "approx.yield"(%t) : (i1) -> ()',
+         '%t = arith.constant 1 : i32\n      "approx.yield"(%t) : (i32) -> ()',
          "approx.try check region yields (i32) but (i1) is expected"),
         ('^bb0(%a: i32):', '^bb0(%a: f32):', "approx.try check region takes (f32) but the op passes (i32)"),
         ('recover = "@r"', 'recover = "@"', "needs a non-empty 'recover' function name"),
@@ -120,7 +123,7 @@ func.func @f(%x: i32) -> i32 {
     approx.yield %x : i32
   }) : (i32) -> i32
   return %0 : i32
-}"""
+}"""  # noqa: E501 (MLIR text)
     assert "approx.decide state region yields (f32) but (i32) is expected" in error_of(text)
 
 

@@ -39,7 +39,9 @@ def expected_stages(start: int, threshold: float, variants, confs, exact) -> lis
 def test_cascade_escalates_exactly_when_confidence_is_below_the_threshold():
     v0, v1, exact = models()
     c0, c1 = conf(v0), conf(v1)
-    up = lambda x: math.nextafter(x, 2.0)  # noqa: E731: the smallest threshold above x
+    def up(x):  # the smallest threshold above x
+        return math.nextafter(x, 2.0)
+
     for thresholds in ([c0, up(c0)], [up(max(c0, c1))]):
         for k in range(1, 2 * len(thresholds) + 1):
             start, t = decode(k, 2, len(thresholds))

@@ -1,4 +1,4 @@
-"""Issue 7 item 5, no injection: hostile symbol names, string attributes, locations and
+"""No injection: hostile symbol names, string attributes, locations and
 Python strings run as data or fail with one clear error, never as code (a canary
 file / builtins flag that their payloads would set stays unset); the generated
 Python holds no text of the IR (checked on its AST); and the repository has no

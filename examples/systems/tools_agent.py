@@ -1,4 +1,4 @@
-"""LLM + tools (issue 6): a tool-calling agent on BFCL v4 (simple_python,
+"""LLM + tools: a tool-calling agent on BFCL v4 (simple_python,
 multiple, parallel), one decorated Python program with knobs on every component.
 
 The agent routes the request to one of the item's functions (MiniLM embedding
@@ -181,7 +181,8 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done.values())),
                   study_name="tools", **{**common, "repeats": EVAL_REPEATS})
     record_how_to_verify(result, "examples.systems.tools_agent:program", "examples.systems.tools_agent:ast_match",
-                         {"inputs": "examples.systems.tools_agent:held_out", "kwargs": {"n_tune": n_tune, "seed": seed}})
+                         {"inputs": "examples.systems.tools_agent:held_out",
+                          "kwargs": {"n_tune": n_tune, "seed": seed}})
     if ablate_levels:
         explain_levels(result, program, eval_in[:n_tune], eval_items[:n_tune], ast_match, ablate_levels)
     result.save(out / "result.json")

@@ -1,4 +1,4 @@
-"""Answer models (issue 4): one interface, `AnswerModel.answer(question, contexts,
+"""Answer models: one interface, `AnswerModel.answer(question, contexts,
 max_new_tokens) -> Answer`, over local torch readers, transformers causal LMs and
 OpenAI-compatible endpoints; ladders, cascades and fallbacks of them; and the
 knobbed `AnswerComponent`. Heavy imports (torch, transformers, openai) happen

@@ -28,7 +28,8 @@ class AnswerComponent(Knobbed, AnswerModel):
     def __init__(self, ladder: Sequence[AnswerModel], *, name: str = "answer",
                  thresholds: Sequence[float] = (), max_new_tokens: Sequence[int] = (),
                  passages: Sequence[int] = (), context_chars: Sequence[int] = (),
-                 sentences: Sequence[int] = (), precision: bool = False, layers: Sequence[int] = (), confidence: Callable[[Answer], float | None] | None = None):
+                 sentences: Sequence[int] = (), precision: bool = False, layers: Sequence[int] = (),
+                 confidence: Callable[[Answer], float | None] | None = None):
         if not ladder:
             raise ApproxError("an answer component needs at least one model (the exact one, last)", where=name)
         self.ladder, self.name = list(ladder), name

@@ -1,4 +1,4 @@
-"""Tools (issue 4): a registry of typed Python tools and BFCL's described
+"""Tools: a registry of typed Python tools and BFCL's described
 functions (BFCL-style JSON schemas), triage routers (MiniLM embedding similarity,
 keyword scoring), validated execution with skip / substitute / memo knobs
 (`ToolComponent`), and BFCL's AST checker as the QoS metric."""

@@ -70,7 +70,8 @@ class ToolComponent(Knobbed):
     def route(self, query: str, n: int | None = 1, tools: Sequence[Tool] | None = None) -> list[tuple[str, float]]:
         """The best `n` tools for `query` (None: all, ranked), from `tools` or the registry."""
         n = param_value(self.knob("candidates"), self.candidates_values, n)
-        ranked = self.routers[self.knob("triage")].rank(query, list(tools) if tools is not None else list(self.registry))
+        pool = list(tools) if tools is not None else list(self.registry)
+        ranked = self.routers[self.knob("triage")].rank(query, pool)
         return ranked if n is None else ranked[:n]
 
     def call(self, name: str, args: dict) -> Any:
