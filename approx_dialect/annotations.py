@@ -4,6 +4,8 @@ knob / decide / try / transform ops and erase them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_prop_def, prop_def, traits_def
@@ -137,7 +139,7 @@ class AnnotationDecisionTreeOp(AnnotationOp):
         verify_state_function(self, func, 1)
 
 
-def state_indices(op: IRDLOperation, func: FuncOp) -> list[int]:
+def state_indices(op: Any, func: FuncOp) -> list[int]:
     """The argument positions of `func` that `op` passes to its state function
     (without `state_indices`: the last argument)."""
     if op.state_indices is None:
@@ -145,7 +147,7 @@ def state_indices(op: IRDLOperation, func: FuncOp) -> list[int]:
     return list(op.state_indices.get_values())
 
 
-def verify_state_function(op: IRDLOperation, func: FuncOp, n_results: int) -> None:
+def verify_state_function(op: Any, func: FuncOp, n_results: int) -> None:
     """`op.state_function` takes the arguments of `func` at `op.state_indices` and
     returns `n_results` i32 (shared by decision_tree and decision_tree_multi);
     without a state function, the one argument selected is the i32 state itself."""

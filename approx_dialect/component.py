@@ -36,7 +36,7 @@ distinct (attributes, inputs), as `memoize` sets it.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -74,7 +74,7 @@ class ComponentOp(IRDLOperation):
     cache = opt_prop_def(IntegerAttr)
 
     def provider(self) -> str:
-        return self.properties[self.PROVIDER].root_reference.data
+        return cast(SymbolRefAttr, self.properties[self.PROVIDER]).root_reference.data
 
     def parameters(self) -> dict[str, Attribute]:
         """The op's tunable attributes (every property but the label)."""

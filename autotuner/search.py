@@ -30,6 +30,7 @@ import json
 import math
 import os
 import socket
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -370,14 +371,17 @@ class Stopper:
     """Stops a worker once the study holds `n_trials` evaluations (running trials of
     other workers included, so several workers do not overshoot), or the space is
     exhausted, or proposals keep repeating (more than `max_total` trials), or (with
-    `patience` N) the front's hypervolume has not grown over the last N evaluations."""
+    `patience` N) the front's hypervolume has not grown over the last N evaluations,
+    or (with `deadline`, a `time.time()`) the time is up."""
 
     def __init__(self, n_trials: int, space_size: int | None, max_total: int, patience: int | None = None,
-                 budget: float = 0.05):
+                 budget: float = 0.05, deadline: float | None = None):
         self.n_trials, self.space_size, self.max_total = n_trials, space_size, max_total
-        self.patience, self.budget = patience, budget
+        self.patience, self.budget, self.deadline = patience, budget, deadline
 
     def done(self, study: optuna.Study) -> bool:
+        if self.deadline is not None and time.time() >= self.deadline:
+            return True
         c = counts(study)
         if c["evaluated"] + c["running"] >= self.n_trials or c["total"] >= self.max_total:
             return True
@@ -391,9 +395,9 @@ class Stopper:
 
 
 def optimize(study: optuna.Study, objective: Objective, n_trials: int, space_size: int | None = None,
-             callbacks: Sequence[Callable] = (), patience: int | None = None) -> None:
+             callbacks: Sequence[Callable] = (), patience: int | None = None, deadline: float | None = None) -> None:
     """Run trials in this process until the study is done (see `Stopper`)."""
-    stopper = Stopper(n_trials, space_size, 5 * n_trials + 20, patience, objective.budget)
+    stopper = Stopper(n_trials, space_size, 5 * n_trials + 20, patience, objective.budget, deadline)
     if stopper.done(study):
         return
     study.optimize(objective, n_trials=None, catch=(TrialFailed,), callbacks=[stopper, *callbacks],

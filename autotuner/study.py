@@ -37,12 +37,12 @@ import optuna
 from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import MlirProgram
 from autotuner import search
 from autotuner import warm_start as reuse
 from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
-from autotuner.program import MlirProgram
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
 from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
@@ -211,7 +211,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
          eval_ratio: float = 5.0, eval_inputs=None, eval_references=None, repeats: int = 5,
          stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
          money: Callable | None = None, objective: str = "time", clock: str = "auto", evaluate: bool = True,
-         progress: bool = False, warm_start: str | None = None, patience: int | None = None) -> TuningResult:
+         progress: bool = False, warm_start: str | None = None, patience: int | None = None,
+         timeout: float | None = None) -> TuningResult:
     """Search the accuracy/performance Pareto front of `program` on `inputs`.
 
     `program`: a Program, a decorated function or a spec (`file.mlir:entry`);
@@ -221,11 +222,15 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     MlirProgram, a decorated function lowered as a kernel) and wall seconds for
     anything else. `warm_start`: an earlier study (name, or output folder) whose
     measurements a new study reuses; `patience`: stop a mode's search when the front's
-    hypervolume has not grown for this many evaluations.
+    hypervolume has not grown for this many evaluations; `timeout`: seconds for each
+    mode's search (checked between trials; finished trials are kept, and the same call
+    again resumes).
     See the module docstrings of `autotuner.measure` and `autotuner.search`."""
     _check(budget, n_trials, jobs, mode, stage_fraction)
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
         raise ApproxError(f"patience must be a positive number of evaluations, got {patience!r}", where=WHERE)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ApproxError(f"timeout must be a positive number of seconds, got {timeout!r}", where=WHERE)
     spec = program if isinstance(program, str) else None
     program = as_program(program)
     if sampler not in search.SAMPLERS:
@@ -259,6 +264,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
             job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage,
                       f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock, warm_start,
                       patience)
+            if timeout is not None:
+                job.deadline = time.time() + timeout
             study = _prepare_study(job, _settings(job, m, len(eval_in), tune_m.metric.name),
                                    storage.startswith("sqlite"), notes)
             t0 = time.perf_counter()

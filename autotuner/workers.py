@@ -120,6 +120,7 @@ class Job:
     clock: str = "wall"
     warm_start: str | None = None  # an earlier study whose measurements a new study reuses
     patience: int | None = None  # stop when the front's hypervolume has not grown for this many evaluations
+    deadline: float | None = None  # stop starting trials at this `time.time()` (the mode's timeout)
 
 
 def _measurer(job: Job) -> Measurer:
@@ -153,7 +154,7 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
         return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)
 
     objective = search.Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=job.n_trials)
-    search.optimize(study, objective, job.n_trials, job.space.size(), callbacks, job.patience)
+    search.optimize(study, objective, job.n_trials, job.space.size(), callbacks, job.patience, job.deadline)
 
 
 def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> None:

@@ -34,9 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from approx_opt.config import KnobSpec  # noqa: E402
 from autotuner.search import config_key  # noqa: E402
 from autotuner.space import SearchSpace  # noqa: E402
+from passes.knobs import KnobSpec  # noqa: E402
 
 DIR = Path(__file__).resolve().parent / "landscapes"
 NAMES = ("dots", "ladder", "rag_bm25")
@@ -126,7 +126,7 @@ def measure_every(program, space: SearchSpace, inputs, references, metric, clock
 # ---------------------------------------------------------------- dots (independent knobs)
 
 def record_dots() -> Landscape:
-    from autotuner.program import MlirProgram
+    from approx_opt.program import MlirProgram
     from bench.tuning_bench import kernel_inputs, kernel_text
 
     n, count = 40_000, 6
@@ -193,7 +193,7 @@ def ladder_inputs(per_class: int = 2, n2: int = 8_000, seed: int = 0) -> list[tu
 
 
 def record_ladder() -> Landscape:
-    from autotuner.program import MlirProgram
+    from approx_opt.program import MlirProgram
 
     program = MlirProgram(ladder_text(), "main", "ladder.mlir")
     narrow = {"fixed": [0, 2, 4, 8]}

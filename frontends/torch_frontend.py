@@ -33,10 +33,10 @@ import torch
 
 from approx_dialect.context import parse_module
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import KnobSpec, knob_specs
 from approx_opt.driver import run_pipeline
 from frontends import torch_iree
 from frontends.torch_export import Exported, Lifted, export_function, weights_of
+from passes.knobs import KnobSpec, knob_specs
 
 
 def _prepared(model: torch.nn.Module, double: bool) -> torch.nn.Module:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -54,3 +55,14 @@ def test_optuna_reads_a_finished_study(tmp_path, capsys):
     assert set(rows[0]["values"]) == {"qos_loss", "speedup"}
     assert [r["state"] for r in rows].count("COMPLETE") == 5
     assert [r["number"] for r in rows if r["state"] == "PRUNED"] == [1]
+
+
+def test_timeout_stops_each_modes_search_between_trials(tmp_path, capsys):
+    t0 = time.perf_counter()
+    code = main(["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--budget", "0.05",
+                 "--trials", "200", "--mode", "dynamic", "--repeats", "1", "--out", str(tmp_path), "--no-progress",
+                 "--timeout", "2"])
+    assert code == 0, capsys.readouterr().err
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert 1 <= result["trials"] < 200 and result["tuning_seconds"] < 30
+    assert time.perf_counter() - t0 < 120

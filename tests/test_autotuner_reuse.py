@@ -12,11 +12,11 @@ import optuna
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import MlirProgram
 from autotuner import search, tune
 from autotuner.cli import main as cli_main
 from autotuner.loading import as_program
 from autotuner.pareto import hypervolume, hypervolume_curve
-from autotuner.program import MlirProgram
 from autotuner.space import SearchSpace
 from bench.tuning_bench import kernel_inputs, kernel_text
 

@@ -8,8 +8,8 @@ import pytest
 
 from approx_dialect.context import parse_module, print_module
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import knob_specs
 from approx_opt.driver import run_pipeline
+from passes.knobs import knob_specs
 
 OBJ = "!pyobj.obj"
 BODY = f"""

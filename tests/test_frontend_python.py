@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autotuner.program import exact_config
+from approx_opt.program import exact_config
 from frontends import Knob, StaticTransform
 
 DATA = Path(os.environ.get("APPROX_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))

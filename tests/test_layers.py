@@ -27,11 +27,18 @@ def sources(*folders: str) -> list[Path]:
     return sorted(p for f in folders for p in (ROOT / f).rglob("*.py"))
 
 
-@pytest.mark.parametrize("package", ["approx_dialect", "passes"])
-def test_the_core_imports_nothing_above_it(package):
-    above = ("frontends", "autotuner", "approx_opt", "examples", "bench")
+# what each package may not import: the layers, bottom up (the docstring of each package says the same)
+BELOW = {
+    "approx_dialect": ("passes", "approx_opt", "frontends", "autotuner", "examples", "bench"),
+    "passes": ("approx_opt", "frontends", "autotuner", "examples", "bench"),
+    "frontends": ("autotuner", "examples", "bench"),
+}
+
+
+@pytest.mark.parametrize("package", sorted(BELOW))
+def test_a_layer_imports_nothing_above_it(package):
     bad = [f"{p.relative_to(ROOT)}:{line}: {module}" for p in sources(package)
-           for line, module, _ in imports(p) if module.split(".")[0] in above]
+           for line, module, _ in imports(p) if module.split(".")[0] in BELOW[package]]
     assert not bad, "\n".join(bad)
 
 

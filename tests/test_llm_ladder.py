@@ -7,12 +7,12 @@ import math
 
 import pytest
 
+from approx_dialect.cascade import decode
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import select_sentences
 from frontends.components.llm.component import AnswerComponent
 from frontends.components.llm.ladder import Cascade, Fallback
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
-from passes.transformations.cascade import decode
 from tests.test_llm_support import CONTEXTS, QUESTION, causal, one_torch_thread  # noqa: F401 (autouse fixture)
 
 N = 3  # max new tokens: keeps every call short

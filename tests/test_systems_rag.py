@@ -16,7 +16,7 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.main import list_knobs
-from autotuner.program import exact_config
+from approx_opt.program import exact_config
 from autotuner.results import TuningResult
 from examples import squad
 from examples.systems import common, rag_bm25, rag_dense

@@ -2,7 +2,7 @@
 
 A component lists its knobs (name, transform_type, integer values with 0 = exact)
 and is set with the same settings as an annotated program (`{"knob_val": k}`, see
-`approx_opt/config.py`), so it is also an `autotuner.program.Program`: `knobs()`
+`passes/knobs.py`), so it is also an `approx_opt.program.Program`: `knobs()`
 gives `KnobSpec`s named `<component>.<knob>`, `build(config)` a configured copy.
 The decorator maps each knob onto the approx transformation named by its
 transform_type (`func_substitute`, `cascade`, `param`, `precision_reduce`,
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import KnobSpec
+from passes.knobs import KnobSpec
 
 T = TypeVar("T", bound="Knobbed")
 

@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import DEFAULT_VALUES
 from frontends.components.llm.knobs import Knob, Knobbed, param_value
 from frontends.components.tools.registry import Tool, ToolRegistry
 from frontends.components.tools.triage import EmbeddingTriage, KeywordTriage
 from frontends.memo import QuantizedMemo
+from passes.knobs import DEFAULT_VALUES
 
 
 def freeze(value: Any) -> Any:
