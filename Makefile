@@ -27,12 +27,12 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
-# micro-benchmarks, then issue 6's systems and kernels -> bench/results.md and bench/results.json
+# micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
 bench: install
 	$(PY) bench/run_all.py
 	$(PY) bench/results.py
 
-# issue 7 at full size (figures in docs/reliability.md; `make test` runs each check small): approx-opt on
+# the reliability checks at full size (figures in docs/reliability.md; `make test` runs each check small): approx-opt on
 # 10,000 fuzzed inputs + bounds-checked kernels, injected component faults, kill -9 during tuning, hostile names
 fuzz: install
 	$(PY) bench/fuzz.py --inputs 10000 --kernels 300

@@ -4,6 +4,7 @@ knob / decide / try / transform ops and erase them."""
 
 from __future__ import annotations
 
+from typing import Any
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
 from xdsl.dialects.func import FuncOp
@@ -12,8 +13,8 @@ from xdsl.traits import HasParent
 from xdsl.utils.exceptions import VerifyException
 
 from approx_dialect.ladder import verify_ladder
-from approx_dialect.symbols import frozen_table
 from approx_dialect.ops import I32Array, verify_transform_type
+from approx_dialect.symbols import frozen_table
 
 
 def symbol_name(name: str) -> str:
@@ -138,7 +139,7 @@ class AnnotationDecisionTreeOp(AnnotationOp):
         verify_state_function(self, func, 1)
 
 
-def state_indices(op: IRDLOperation, func: FuncOp) -> list[int]:
+def state_indices(op: Any, func: FuncOp) -> list[int]:
     """The argument positions of `func` that `op` passes to its state function
     (without `state_indices`: the last argument)."""
     if op.state_indices is None:
@@ -146,7 +147,7 @@ def state_indices(op: IRDLOperation, func: FuncOp) -> list[int]:
     return list(op.state_indices.get_values())
 
 
-def verify_state_function(op: IRDLOperation, func: FuncOp, n_results: int) -> None:
+def verify_state_function(op: Any, func: FuncOp, n_results: int) -> None:
     """`op.state_function` takes the arguments of `func` at `op.state_indices` and
     returns `n_results` i32 (shared by decision_tree and decision_tree_multi);
     without a state function, the one argument selected is the i32 state itself."""

@@ -21,7 +21,9 @@ it to nested `scf.if` and erases this annotation.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, i32
+from typing import cast
+
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i32
 from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
@@ -29,6 +31,14 @@ from approx_dialect.annotations import AnnotationOp, require_func, symbol_name
 from approx_dialect.ops import I32Array, i32_array
 
 CASCADE = "cascade"
+
+
+def decode(k: int, variants: int, n_thresholds: int) -> tuple[int, int] | None:
+    """Knob -> (first variant 1..V, threshold index 0..T-1); None for k = 0 (exact).
+    The one definition: the pass and the Python components both read knobs with it."""
+    if k == 0:
+        return None
+    return (k - 1) // n_thresholds + 1, (k - 1) % n_thresholds
 
 
 def variant_name(func_name: str, j: int) -> str:
@@ -85,7 +95,7 @@ class AnnotationCascadeOp(AnnotationOp):
                     f"cascade variant '{variant.sym_name.data}' has type {_signature(variant)} "
                     f"but '{fname}' has {_signature(func)}"
                 )
-        module = self.parent_op()
+        module = cast(ModuleOp, self.parent_op())
         if any(isinstance(o, AnnotationCascadeOp) and o is not self and symbol_name(o.func_name.data) == fname
                for o in module.ops):
             raise VerifyException(f"'{fname}' has more than one approx.util.annotation.cascade")

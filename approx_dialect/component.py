@@ -37,7 +37,7 @@ distinct (attributes, inputs), as `memoize` sets it.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -75,7 +75,7 @@ class ComponentOp(IRDLOperation):
     cache = opt_prop_def(IntegerAttr)
 
     def provider(self) -> str:
-        return self.properties[self.PROVIDER].root_reference.data
+        return cast(SymbolRefAttr, self.properties[self.PROVIDER]).root_reference.data
 
     def parameters(self) -> dict[str, Attribute]:
         """The op's tunable attributes (every property but the label)."""
@@ -141,7 +141,8 @@ class EmbedOp(ComponentOp):
     embedding = result_def(ObjType)
 
     def __init__(self, text: SSAValue, component: str, encoder: str, **params):
-        super().__init__(operands=[text], result_types=[OBJ], properties=_props(component, ("encoder", encoder), **params))
+        props = _props(component, ("encoder", encoder), **params)
+        super().__init__(operands=[text], result_types=[OBJ], properties=props)
 
 
 @irdl_op_definition
@@ -225,7 +226,8 @@ def _value_kind_error(transform: str, parameter: str, values: ArrayAttr) -> str 
     vals = list(values.data)
     if transform == "func_substitute":
         ok = parameter in SYMBOL_PARAMETERS and all(isinstance(v, SymbolRefAttr) for v in vals)
-        return None if ok else f"func_substitute swaps one of {', '.join(SYMBOL_PARAMETERS)}; values are symbols (@name)"
+        return None if ok else (f"func_substitute swaps one of {', '.join(SYMBOL_PARAMETERS)}; "
+                                "values are symbols (@name)")
     if transform == "precision_reduce":
         ok = parameter == "precision" and all(type(v) in PRECISION_TYPES for v in vals)
         return None if ok else "precision_reduce sets 'precision'; values are f32, bf16 or f16"

@@ -9,29 +9,27 @@ both spellings of an ApproxMLIR program are accepted.
 from __future__ import annotations
 
 import io
-from math import isinf
 import re
 from bisect import bisect_right
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, builtin, cf, func, llvm, math, memref, scf, tensor
+from xdsl.dialects.bufferization import Bufferization
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.linalg import Linalg
 from xdsl.ir import Operation
 from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Span, Token
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from approx_dialect import Approx, nesting, scf_syntax, upstream_import
+from approx_dialect import Approx, nesting, upstream_import, xdsl_compat
 from approx_dialect.component import Component
+from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import PyObj
 from approx_dialect.symbols import frozen_symbols
-from approx_dialect.diagnostics import ApproxError
-
-from xdsl.dialects.bufferization import Bufferization
-from xdsl.dialects.linalg import Linalg
 
 _DIALECTS = (
     builtin.Builtin,
@@ -52,47 +50,7 @@ _DIALECTS = (
 )
 
 
-# xDSL 0.74 lexes string literals with `"(?:[^"...]+|\\...)*"`, which backtracks
-# exponentially on an unterminated string (40 characters after a lone `"` take
-# minutes). The same language, matched possessively (no backtracking):
-MLIRLexer._unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
-
-# xDSL 0.74 prints every non-ASCII character of a string as `\XX` bytes, but lexes
-# an escaped literal as a bytes literal unless its bytes are ASCII, so "é" did not
-# read back as a string (a Python string constant or a symbol name with "é" failed
-# to verify). As in upstream MLIR: bytes that are valid UTF-8 are a string.
-_lex_string_literal = MLIRLexer._lex_string_literal
-
-
-def _lex_utf8_string_literal(self, start_pos):
-    token = _lex_string_literal(self, start_pos)
-    if token.kind is MLIRTokenKind.BYTES_LIT:
-        try:
-            token.span.bytes_contents.decode("utf-8")
-        except UnicodeDecodeError:
-            return token
-        return Token(MLIRTokenKind.STRING_LIT, token.span)
-    return token
-
-
-MLIRLexer._lex_string_literal = _lex_utf8_string_literal
-
-# xDSL 0.74 reads a decimal float literal too large for f64 (`1.0e400`) as inf; upstream
-# MLIR rejects it, as xDSL already does for f32 (infinity is spelled in hex).
-_get_float_value = MLIRTokenKind.get_float_value
-
-
-def _finite_float_value(self, span):
-    value = _get_float_value(self, span)
-    if isinf(value) and not span.text.lower().startswith(("0x", "-0x")):
-        raise ParseError(span, f"floating point value {span.text} is too large for any float type")
-    return value
-
-
-MLIRTokenKind.get_float_value = _finite_float_value
-
-
-scf_syntax.install()
+xdsl_compat.install()  # the fixes to xDSL's lexer, symbol lookup, scf syntax and verifier
 
 
 def make_context(allow_unregistered: bool = False) -> Context:

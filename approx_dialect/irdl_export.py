@@ -20,6 +20,8 @@ What upstream IRDL (torch-mlir wheel) cannot express, checked by experiment:
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, i32
@@ -158,7 +160,7 @@ def dialect_to_irdl_module(*dialects: Dialect) -> ModuleOp:
 
 def type_to_irdl(attr: type[Attribute]) -> irdl.TypeOp:
     """A parameterless type (`!pyobj.obj`); types with parameters are not exported."""
-    if not issubclass(attr, TypeAttribute) or attr.get_irdl_definition().parameters:
+    if not issubclass(attr, TypeAttribute) or cast(Any, attr).get_irdl_definition().parameters:
         raise NotImplementedError(f"{attr.name}: only parameterless types are exported to IRDL")
     return irdl.TypeOp(Dialect.split_name(attr.name)[1], Region([Block()]))
 

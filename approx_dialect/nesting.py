@@ -59,10 +59,10 @@ def post_order(op) -> list:
     return out
 
 
-def _verify_isolated_from_above(self, op) -> None:
+def verify_isolated_from_above(self, op) -> None:
     """xDSL's IsolatedFromAbove check, linear in the size of `op`: xDSL walks up from
     every operand's owner to `op` (quadratic in the depth). As there, ops nested in
-    another isolated op are left to that op's own check."""
+    another isolated op are left to that op's own check. Installed by `xdsl_compat`."""
     inside: set[int] = set()
     checked = []
     stack = [b for region in op.regions for b in region.blocks]
@@ -79,8 +79,6 @@ def _verify_isolated_from_above(self, op) -> None:
             if id(operand.owner) not in inside:
                 raise VerifyException(f"Operation using value defined out of its IsolatedFromAbove parent: {child}")
 
-
-IsolatedFromAbove.verify = _verify_isolated_from_above
 
 
 def in_deep_mode() -> bool:

@@ -5,7 +5,7 @@ an `scf.if` condition (a function result type list: one bare type, or a list in
 parentheses); xDSL 0.74 demands the parentheses. ApproxMLIR's own inputs use the
 bare form, and the fast path through upstream's parser accepts it, so without
 this the answer depended on the input's size. Installed on xDSL's op classes by
-`approx_dialect.context` (stock `xdsl-opt` with our plugin gets it too)."""
+`approx_dialect.xdsl_compat` (stock `xdsl-opt` with our plugin gets it too)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def parse_result_types(parser: Parser) -> list[Attribute]:
     return types if types is not None else [parser.parse_type()]
 
 
-def _parse_if(cls, parser: Parser) -> scf.IfOp:
+def parse_if(cls, parser: Parser) -> scf.IfOp:
     cond = parser.parse_operand(i1)
     return_types = parse_result_types(parser) if parser.parse_optional_punctuation("->") else []
     then_region = cls.parse_region_with_yield(parser)
@@ -31,7 +31,7 @@ def _parse_if(cls, parser: Parser) -> scf.IfOp:
     return cls(cond, return_types, then_region, else_region, attr_dict)
 
 
-def _parse_for(cls, parser: Parser) -> scf.ForOp:
+def parse_for(cls, parser: Parser) -> scf.ForOp:
     indvar = parser.parse_argument(expect_type=False)
     parser.parse_punctuation("=")
     lb = parser.parse_unresolved_operand()
@@ -69,8 +69,3 @@ def _parse_for(cls, parser: Parser) -> scf.ForOp:
         for trait in for_op.get_traits_of_type(SingleBlockImplicitTerminator):
             ensure_terminator(for_op, trait)
     return for_op
-
-
-def install() -> None:
-    scf.IfOp.parse = classmethod(_parse_if)
-    scf.ForOp.parse = classmethod(_parse_for)

@@ -3,7 +3,8 @@
 Verifying a module looks symbols up once per annotation and once per `func.call`
 (xDSL's `SymbolTable.lookup_symbol` scans the module each time): quadratic in the
 module size. While `frozen_symbols(module)` is active, nothing changes the module,
-so every such lookup is one dict access; outside it, xDSL's own lookup runs."""
+so every such lookup is one dict access; outside it, xDSL's own lookup runs
+(installed on xDSL's SymbolTable by `approx_dialect.xdsl_compat`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from contextlib import contextmanager
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation
-from xdsl.traits import SymbolTable
 
 _FROZEN: dict[int, dict[str, Operation]] = {}
 
@@ -39,10 +39,9 @@ def frozen_symbols(module: ModuleOp) -> Iterator[None]:
         del _FROZEN[id(module)]
 
 
-_xdsl_lookup_symbol = SymbolTable.lookup_symbol
-
-
-def _lookup_symbol(op: Operation, name: str | StringAttr | SymbolRefAttr) -> Operation | None:
+def lookup_symbol(op: Operation, name: str | StringAttr | SymbolRefAttr, stock) -> Operation | None:
+    """`SymbolTable.lookup_symbol` (installed by `approx_dialect.xdsl_compat`): one dict
+    access inside `frozen_symbols`, else xDSL's own lookup `stock`."""
     if _FROZEN and not (isinstance(name, SymbolRefAttr) and name.nested_references.data):
         anchor = op
         while anchor is not None and not isinstance(anchor, ModuleOp):
@@ -53,7 +52,4 @@ def _lookup_symbol(op: Operation, name: str | StringAttr | SymbolRefAttr) -> Ope
                 name.data if isinstance(name, StringAttr) else name
             )
             return table.get(key)
-    return _xdsl_lookup_symbol(op, name)
-
-
-SymbolTable.lookup_symbol = staticmethod(_lookup_symbol)  # type: ignore[method-assign]
+    return stock(op, name)

@@ -22,6 +22,9 @@ class TransformType:
     """What it needs from the program."""
     exact: str = "k = 0"
     """When it is exact."""
+    default_values: tuple[int, ...] = ()
+    """The knob values a static `transform` annotation (which lists none) is tuned over;
+    empty where the program offers them (variants, branches, parameter lists)."""
 
 
 TRANSFORM_TYPES: dict[str, TransformType] = {
@@ -33,6 +36,7 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "k >= 2 runs iterations 0, k, 2k, ...; 0 and 1 run every iteration",
             "an `scf.for` inside the knob body",
             "k <= 1",
+            default_values=(0, 2, 3, 4, 8),
         ),
         TransformType(
             "func_substitute",
@@ -57,6 +61,7 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "loads) and `arith.extf` where they leave it (yield, stores); signature unchanged",
             "1 computes in f32, 2 in f16 (each op rounded to that type); 0 is exact",
             "f64 floating-point ops in the knob's function",
+            default_values=(0, 1, 2),
         ),
         TransformType(
             "loop_truncate",
@@ -65,6 +70,7 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "k >= 2 runs only the first ceil(n/k) iterations; 0 and 1 run every iteration",
             "an `scf.for` inside the knob body",
             "k <= 1",
+            default_values=(0, 2, 3, 4, 8),
         ),
         TransformType(
             "loop_perforate_modulo",
@@ -74,6 +80,7 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "(k-1)/k of the work; 0 and 1 run every iteration",
             "an `scf.for` inside the knob body",
             "k <= 1",
+            default_values=(0, 2, 3, 4, 8),
         ),
         TransformType(
             "loop_perforate_rescale",
@@ -84,6 +91,7 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "an `scf.for` inside the knob body; sums are iter_args whose yielded value is "
             "`arith.addf` of the iter_arg (used nowhere else) and another value",
             "k <= 1",
+            default_values=(0, 2, 3, 4, 8),
         ),
         TransformType(
             "loop_perforate_modulo_rescale",
@@ -92,6 +100,7 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "are exact",
             "as `loop_perforate_rescale`",
             "k <= 1",
+            default_values=(0, 2, 3, 4, 8),
         ),
         TransformType(
             "cascade",
@@ -117,6 +126,7 @@ TRANSFORM_TYPES: dict[str, TransformType] = {
             "scalar (int/index/float) arguments and results, and a pure body: no "
             "`memref.store`/`copy` and no call to an external declaration, in the body "
             "or in the functions it calls",
+            default_values=(0, 16, 28, 34, 40, 46),
         ),
         TransformType(
             "param",
@@ -154,6 +164,8 @@ def markdown_table() -> str:
 
 def component_table() -> list[str]:
     """The section on component ops (approx_dialect/component.py)."""
+    from xdsl.irdl import IRDLOperation
+
     from approx_dialect.component import COMPONENT_OPS, COMPONENT_TRANSFORMS, ConfidenceOp
 
     rows = [
@@ -173,7 +185,8 @@ def component_table() -> list[str]:
         "| op | operands | attributes (optional ones with ?) |",
         "|---|---|---|",
     ]
-    for op in (*COMPONENT_OPS, ConfidenceOp):
+    ops: tuple[type[IRDLOperation], ...] = (*COMPONENT_OPS, ConfidenceOp)
+    for op in ops:
         d = op.get_irdl_definition()
         attrs = ", ".join(n + ("?" if type(p).__name__.startswith("Opt") else "") for n, p in d.properties.items())
         rows.append(f"| `{d.name}` | {', '.join(n for n, _ in d.operands)} | {attrs or '-'} |")

@@ -27,6 +27,7 @@ import re
 import sys
 import types
 from collections.abc import Iterable
+from typing import Any, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
@@ -409,4 +410,4 @@ def _reject_dictionaries(attr: Attribute, key: str) -> None:
         elif isinstance(a, ParametrizedAttribute):
             stack.extend(a.parameters)
         elif isinstance(getattr(a, "data", None), tuple):
-            stack.extend(x for x in a.data if isinstance(x, Attribute))
+            stack.extend(x for x in cast(Any, a).data if isinstance(x, Attribute))

@@ -1,7 +1,7 @@
 """`make demo`: compile an ApproxMLIR-style program with approx-opt, JIT-run the
 result through upstream MLIR, and compare it with the exact program.
 
-Until the compound-AI examples exist (issue 6) this is the main job: it shows the
+Until the compound-AI examples exist this is the main job: it shows the
 whole path, annotations -> passes -> plain IR -> native code, with real numbers."""
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def median_seconds(fn, *args, repeat: int = 15) -> float:
 
 def main() -> int:
     text = EXAMPLE.read_text()
-    print(f"$ approx-opt {EXAMPLE.relative_to(Path.cwd()) if EXAMPLE.is_relative_to(Path.cwd()) else EXAMPLE} -p approx-pipeline")
+    shown = EXAMPLE.relative_to(Path.cwd()) if EXAMPLE.is_relative_to(Path.cwd()) else EXAMPLE
+    print(f"$ approx-opt {shown} -p approx-pipeline")
     start = time.perf_counter()
     transformed = run_pipeline(text, "approx-pipeline", str(EXAMPLE))
     compile_s = time.perf_counter() - start

@@ -14,8 +14,8 @@ from xdsl.dialects.builtin import ModuleOp
 from approx_dialect.context import make_context, parse_module, print_module, verify_module
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.nesting import deep_retry
-from approx_opt.config import apply_config
 from approx_opt.pipeline import build_pipeline
+from passes.knobs import apply_config
 
 
 def apply_passes(module: ModuleOp, spec: str, verify_each: bool = False, ctx: Context | None = None) -> ModuleOp:
@@ -57,7 +57,7 @@ def run_pipeline(
     verify_each: bool = False,
     allow_unregistered: bool = False,
 ) -> str:
-    """Parse, set the knobs to `config` (see approx_opt.config), apply the passes, print.
+    """Parse, set the knobs to `config` (see passes.knobs), apply the passes, print.
     The result is verified; `verify_each` verifies after every pass too (approx-opt's
     default, as mlir-opt's), so a pass that breaks the IR is named."""
     with gc_paused():

@@ -349,7 +349,8 @@ class CompiledModule:
         self.functions = functions
         self.signatures = signatures
         # plain attributes, so `cm.f` costs a dict lookup rather than a __getattr__ call
-        self.__dict__.update({n: f for n, f in functions.items() if n not in self.__dict__ and not hasattr(type(self), n)})
+        self.__dict__.update({n: f for n, f in functions.items()
+                              if n not in self.__dict__ and not hasattr(type(self), n)})
 
     def fn(self, name: str) -> Callable:
         try:

@@ -12,8 +12,8 @@ import warnings
 from importlib import metadata
 
 from approx_dialect.diagnostics import ApproxError, ApproxWarning
-from approx_opt.config import knob_specs, load_config
 from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME, GENERIC_PASSES, description, summary
+from passes.knobs import knob_specs, load_config
 
 SPLIT_MARKER = "// -----"
 # As mlir-opt: a chunk ends at a line that is the marker alone.

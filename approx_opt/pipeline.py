@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from xdsl.passes import ModulePass
-from xdsl.passes import parse_pipeline
+from xdsl.passes import ModulePass, parse_pipeline
 
 from approx_dialect.diagnostics import ApproxError
 from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME, GENERIC_PASSES

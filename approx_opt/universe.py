@@ -3,12 +3,13 @@
 
 from xdsl.universe import Universe
 
-from approx_dialect import Approx, scf_syntax
+from approx_dialect import Approx, xdsl_compat
 from passes import ALL_PASSES, ApproxPipelinePass
 
-scf_syntax.install()  # upstream's `-> f32` result types, as approx-opt reads them
+xdsl_compat.install()  # stock xdsl-opt reads and verifies as approx-opt does
 
 APPROX_UNIVERSE = Universe(
     all_dialects={"approx": lambda: Approx},
-    all_passes={name: (lambda cls=cls: cls) for name, cls in {**ALL_PASSES, ApproxPipelinePass.name: ApproxPipelinePass}.items()},
+    all_passes={name: (lambda cls=cls: cls)
+                for name, cls in {**ALL_PASSES, ApproxPipelinePass.name: ApproxPipelinePass}.items()},
 )

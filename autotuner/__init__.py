@@ -1,8 +1,10 @@
-"""Optuna search over knobs and the Pareto report (issue 5).
+"""Optuna search over knobs and the Pareto report.
 
 `autotuner.tune(program, inputs, ...) -> TuningResult`; the command is
 `approx-tune` (`autotuner.cli`). Names are imported on first use, so importing
-`autotuner.decision_tree` does not load Optuna.
+`autotuner.decision_tree` does not load Optuna. The tuner sits on top: it may
+import every other package of the toolchain (programs, metrics, components) and
+drives programs only through the `Program` protocol (`approx_opt.program`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ _EXPORTS = {
     "SearchSpace": "autotuner.space",
     "Measurer": "autotuner.measure",
     "get_metric": "autotuner.metrics",
-    "MlirProgram": "autotuner.program",
+    "MlirProgram": "approx_opt.program",
     "load_program": "autotuner.loading",
 }
 

@@ -86,6 +86,8 @@ def make_parser() -> argparse.ArgumentParser:
                    "folder); the budget may differ")
     r.add_argument("--patience", type=int, metavar="N", help="stop a mode's search when the front's hypervolume "
                    "has not grown for N evaluations")
+    r.add_argument("--timeout", type=float, metavar="SECONDS", help="stop each mode's search after SECONDS "
+                   "(between trials; finished trials are kept and the same command resumes)")
 
     for name, text in (("report", "write the report of a finished study"),
                        ("apply", "write the transformed IR of a front configuration"),
@@ -153,6 +155,7 @@ def cmd_run(a) -> int:
                   storage=a.storage, study_name=a.study_name, out_dir=out, jobs=a.jobs, eval_ratio=a.eval_ratio,
                   repeats=a.repeats, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, clock=a.clock,
                   progress=progress, objective=a.objective, warm_start=a.warm_start, patience=a.patience,
+                  timeout=a.timeout,
                   money=_load_fn(a.money, "money cost function") if a.money else None)
     out = out or Path("approx-tune") / _safe(result.program)
     result.metric_spec = a.metric

@@ -84,7 +84,7 @@ def load_program(spec: str):
     target, entry = _split(spec, "the program")
     if target.endswith(".mlir"):
         from approx_opt.main import read_input
-        from autotuner.program import MlirProgram
+        from approx_opt.program import MlirProgram
 
         text, name = read_input(target)
         program = MlirProgram(text, entry, name)

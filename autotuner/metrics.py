@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.retrieval.metrics import rbo  # ranking QoS: one definition, beside recall@k
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -88,35 +89,6 @@ def rel_l2(output: Any, reference: Any) -> float:
     if norm == 0.0:
         return 1.0 if err == 0.0 else 0.0
     return max(0.0, 1.0 - err / norm)
-
-
-def rbo(output: Sequence, reference: Sequence, p: float = 0.95) -> float:
-    """Extrapolated rank-biased overlap (Webber et al. 2010, eq. 32) of two
-    rankings, possibly of different lengths; 1 for identical rankings."""
-    s_list, l_list = list(output), list(reference)
-    if len(s_list) > len(l_list):
-        s_list, l_list = l_list, s_list
-    s, length = len(s_list), len(l_list)
-    if length == 0:
-        return 1.0
-    if s == 0:
-        return 0.0
-    seen_s, seen_l, overlap = set(), set(), 0
-    x = [0] * (length + 1)  # x[d]: overlap at depth d
-    for d in range(1, length + 1):
-        a = s_list[d - 1] if d <= s else None
-        b = l_list[d - 1]
-        if d <= s:
-            overlap += (a in seen_l) + (b in seen_s) + (a == b)
-            seen_s.add(a)
-        else:
-            overlap += b in seen_s
-        seen_l.add(b)
-        x[d] = overlap
-    total = sum(x[d] / d * p**d for d in range(1, length + 1))
-    total += sum(x[s] * (d - s) / (s * d) * p**d for d in range(s + 1, length + 1))
-    value = (1 - p) / p * total + ((x[length] - x[s]) / length + x[s] / s) * p**length
-    return min(1.0, max(0.0, value))
 
 
 BUILTIN: dict[str, Callable[[Any, Any], float]] = {

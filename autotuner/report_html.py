@@ -16,9 +16,21 @@ import json
 
 from autotuner.report_plot import figure
 from autotuner.report_progress import hypervolume_html
-from autotuner.report_summary import (LEVELS, MODES, QOS_LOSS_DEFINITION, ablation_sections, failure_lines, finite,
-                                      fmt_gap, fmt_knobs, fmt_loss, fmt_seconds, fmt_speedup, importance_sections,
-                                      speedup_cells)
+from autotuner.report_summary import (
+    LEVELS,
+    MODES,
+    QOS_LOSS_DEFINITION,
+    ablation_sections,
+    failure_lines,
+    finite,
+    fmt_gap,
+    fmt_knobs,
+    fmt_loss,
+    fmt_seconds,
+    fmt_speedup,
+    importance_sections,
+    speedup_cells,
+)
 from autotuner.report_svg import esc, legend, panel
 
 CSS = """
@@ -96,7 +108,8 @@ def _csp(script: str) -> str:
 def _meta(result) -> str:
     items = [("QoS metric", esc(result.qos_metric)), ("QoS-loss budget", fmt_loss(result.budget)),
              ("trials", f"{esc(result.trials)} ({esc(result.failed_trials)} failed"
-                        + (f", {esc(result.pruned_trials)} stopped early" if getattr(result, "pruned_trials", 0) else "")
+                        + (f", {esc(result.pruned_trials)} stopped early"
+                           if getattr(result, "pruned_trials", 0) else "")
                         + ")"),
              ("tuning wall time", fmt_seconds(result.tuning_seconds))]
     n_tune, n_eval = getattr(result, "n_tune", None), getattr(result, "n_eval", None)
@@ -138,12 +151,14 @@ def _knob_list(knobs) -> str:
 def _front_table(result) -> str:
     money = any(finite(getattr(p, "money_tune", None)) for p in result.front)
     head = ["#", "mode", "QoS loss (tuning)", "speedup (tuning)", "QoS loss (evaluation)", "speedup (evaluation)",
-            "evaluation vs tuning speedup", "time (tuning)", "time (evaluation)"] + (["cost (tuning)", "cost (evaluation)"] if money else []) + ["knobs"]
+            "evaluation vs tuning speedup", "time (tuning)", "time (evaluation)"]
+    head += (["cost (tuning)", "cost (evaluation)"] if money else []) + ["knobs"]
     ths = "".join(f'<th{" class=l" if h in ("mode", "knobs") else ""}>{h}</th>' for h in head)
     rows = []
     for i, p in enumerate(result.front):
         over = finite(p.qos_loss_eval) and finite(result.budget) and p.qos_loss_eval > result.budget
-        eval_loss = (f'<td class="over" title="over the budget on the evaluation inputs">{fmt_loss(p.qos_loss_eval)}</td>'
+        eval_loss = ('<td class="over" title="over the budget on the evaluation inputs">'
+                     f'{fmt_loss(p.qos_loss_eval)}</td>'
                      if over else f"<td>{fmt_loss(p.qos_loss_eval)}</td>")
         cells = [f'<td><a href="#ir-{i}">{i + 1}</a></td>', f'<td class="l">{esc(p.mode)}</td>',
                  f"<td>{fmt_loss(p.qos_loss_tune)}</td>", f"<td>{_x(p.speedup_tune, p.speedup_tune_ci)}</td>",

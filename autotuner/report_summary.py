@@ -118,10 +118,12 @@ def summary_markdown(result) -> str:
         f"- QoS metric: {_md(result.qos_metric)}",
         f"- QoS-loss budget: {fmt_loss(result.budget)}",
         f"- trials: {_md(result.trials)} ({_md(result.failed_trials)} failed"
-        + (f", {_md(result.pruned_trials)} stopped after the first slice" if getattr(result, "pruned_trials", 0) else "")
+        + (f", {_md(result.pruned_trials)} stopped after the first slice"
+           if getattr(result, "pruned_trials", 0) else "")
         + ")",
         f"- tuning wall time: {fmt_seconds(result.tuning_seconds)}"
-        + (f" ({result.tuning_seconds:.0f} s)" if finite(result.tuning_seconds) and result.tuning_seconds >= 120 else ""),
+        + (f" ({result.tuning_seconds:.0f} s)"
+           if finite(result.tuning_seconds) and result.tuning_seconds >= 120 else ""),
         *_optional_lines(result),
         f"- front: {len(result.front)} configurations "
         f"({', '.join(f'{sum(p.mode == m for p in result.front)} {m}' for m in MODES)})",
@@ -185,7 +187,8 @@ def importance_sections(result) -> list[Section]:
     for mode, tables in imp.items():
         for k in dict.fromkeys([*tables.get("speedup", {}), *tables.get("qos_loss", {})]):
             sp, lo = tables.get("speedup", {}).get(k), tables.get("qos_loss", {}).get(k)
-            rows.append([mode, k, "-" if sp is None else f"{100 * sp:.0f} %", "-" if lo is None else f"{100 * lo:.0f} %"])
+            rows.append([mode, k, "-" if sp is None else f"{100 * sp:.0f} %",
+                         "-" if lo is None else f"{100 * lo:.0f} %"])
     if not rows:
         return []
     return [Section("Which knobs matter",

@@ -53,7 +53,8 @@ def _grid(f: _Frame) -> list[str]:
     for v in xt:
         px = f.x(v / 100)
         out.append(f'<line class="grid" x1="{px:.1f}" y1="{TOP}" x2="{px:.1f}" y2="{bottom}"/>')
-        out.append(f'<text class="tick" x="{px:.1f}" y="{bottom + 16}" text-anchor="middle">{fmt_tick(v, xstep)}</text>')
+        out.append(f'<text class="tick" x="{px:.1f}" y="{bottom + 16}" text-anchor="middle">'
+                   f'{fmt_tick(v, xstep)}</text>')
     for v in yt:
         py = f.y(v)
         out.append(f'<line class="grid" x1="{LEFT}" y1="{py:.1f}" x2="{right}" y2="{py:.1f}"/>')

@@ -1,7 +1,8 @@
 """The result of a tuning run: the one interface between the tuner and the report.
 
 `autotuner.tune` returns a `TuningResult`, `approx-tune run` saves it as
-`<out>/result.json` (and in the study's storage), and the report writer
+`<out>/result.json` (each study names that file in its user attr `result_file`),
+and the report writer
 (`autotuner.report.write_report(result, out_dir)`) reads only this. Keep it
 stable: fields may be added with defaults, never renamed or removed.
 
@@ -23,7 +24,8 @@ from typing import Any
 from approx_dialect.diagnostics import ApproxError
 
 MODES = ("static", "dynamic")
-RESULT_ATTR = "approx_tune_result"  # study user attr holding `TuningResult.to_dict()`
+RESULT_FILE_ATTR = "result_file"  # study user attr: the path of the run's result.json
+METRIC_NAMES = ("qos_loss", "speedup")  # the studies' objectives, as Optuna names them
 
 
 @dataclass
@@ -154,8 +156,9 @@ def read_result(path: str | Path) -> TuningResult:
 
 
 def load_result(storage: str, study_name: str) -> TuningResult:
-    """The result stored with a finished study (`approx-tune run` stores it in every
-    study it ran; `study_name` may be the base name or `<base>/static|dynamic`)."""
+    """The result of a finished study: the `result.json` its user attr `result_file`
+    names (`approx-tune run` sets it in every study it ran; `study_name` may be the
+    base name or `<base>/static|dynamic`)."""
     import optuna
 
     from autotuner.workers import open_storage
@@ -165,8 +168,8 @@ def load_result(storage: str, study_name: str) -> TuningResult:
     for name in (study_name, *(f"{study_name}/{m}" for m in MODES)):
         if name in names:
             attrs = optuna.load_study(study_name=name, storage=store).user_attrs
-            if RESULT_ATTR in attrs:
-                return TuningResult.from_dict(attrs[RESULT_ATTR])
+            if RESULT_FILE_ATTR in attrs:
+                return read_result(attrs[RESULT_FILE_ATTR])
     raise ApproxError(f"no finished tuning result for study '{study_name}' "
                       f"(studies there: {', '.join(sorted(names)) or 'none'})", where=_safe_url(storage))
 

@@ -16,8 +16,9 @@ speedup) under the constraint QoS loss <= budget, with staged evaluation.
   cannot prune multi-objective trials, so a pruned trial is COMPLETE with its
   slice figures, the user attr `pruned` (and `prune_reason`), and a positive
   constraint value (infeasible), which samplers rank below every feasible trial.
-- A configuration proposed again is not measured again: the trial copies the
-  earlier figures (user attr `duplicate_of`) and does not count as an evaluation.
+- A configuration proposed again is not measured again, nor stored as a new
+  finished trial: the trial ends PRUNED with the user attr `duplicate_of` (so
+  Optuna's `study.best_trials` is the front) and does not count as an evaluation.
 - Failures: a configuration that does not build or run is a FAIL trial with the
   user attr `error`; a FAIL trial without it was interrupted (Ctrl-C, a killed
   worker) and is excluded from counts and seeding.
@@ -29,6 +30,7 @@ import json
 import math
 import os
 import socket
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -234,7 +236,7 @@ def counts(study: optuna.Study) -> dict[str, int]:
             c["running"] += 1
         elif t.state == TrialState.WAITING:
             c["waiting"] += 1
-        elif t.state == TrialState.FAIL and "duplicate_of" in t.user_attrs:
+        elif t.state in (TrialState.FAIL, TrialState.PRUNED) and "duplicate_of" in t.user_attrs:
             c["duplicates"] += 1
         elif t.state == TrialState.FAIL and not interrupted(t):
             c["failed"] += 1
@@ -302,12 +304,8 @@ class Objective:
         done = records(trial.study, trials)
         for r in done:
             if r.attrs.get("key") == key and not r.duplicate:
-                for k in ("pruned", "prune_reason", "seconds", "qos", "money", "n", "speedup_low", "speedup_high",
-                          "exact_seconds"):
-                    if k in r.attrs:
-                        trial.set_user_attr(k, r.attrs[k])
                 trial.set_user_attr("duplicate_of", r.number)
-                return self._finish(trial, r.qos_loss, r.speedup, r.pruned)
+                raise optuna.TrialPruned(f"configuration measured by trial {r.number}")
         for t in (t for t in trials if t.state == TrialState.FAIL):
             if t.user_attrs.get("key") == key and "error" in t.user_attrs and "duplicate_of" not in t.user_attrs:
                 trial.set_user_attr("duplicate_of", t.number)
@@ -373,14 +371,17 @@ class Stopper:
     """Stops a worker once the study holds `n_trials` evaluations (running trials of
     other workers included, so several workers do not overshoot), or the space is
     exhausted, or proposals keep repeating (more than `max_total` trials), or (with
-    `patience` N) the front's hypervolume has not grown over the last N evaluations."""
+    `patience` N) the front's hypervolume has not grown over the last N evaluations,
+    or (with `deadline`, a `time.time()`) the time is up."""
 
     def __init__(self, n_trials: int, space_size: int | None, max_total: int, patience: int | None = None,
-                 budget: float = 0.05):
+                 budget: float = 0.05, deadline: float | None = None):
         self.n_trials, self.space_size, self.max_total = n_trials, space_size, max_total
-        self.patience, self.budget = patience, budget
+        self.patience, self.budget, self.deadline = patience, budget, deadline
 
     def done(self, study: optuna.Study) -> bool:
+        if self.deadline is not None and time.time() >= self.deadline:
+            return True
         c = counts(study)
         if c["evaluated"] + c["running"] >= self.n_trials or c["total"] >= self.max_total:
             return True
@@ -394,9 +395,9 @@ class Stopper:
 
 
 def optimize(study: optuna.Study, objective: Objective, n_trials: int, space_size: int | None = None,
-             callbacks: Sequence[Callable] = (), patience: int | None = None) -> None:
+             callbacks: Sequence[Callable] = (), patience: int | None = None, deadline: float | None = None) -> None:
     """Run trials in this process until the study is done (see `Stopper`)."""
-    stopper = Stopper(n_trials, space_size, 5 * n_trials + 20, patience, objective.budget)
+    stopper = Stopper(n_trials, space_size, 5 * n_trials + 20, patience, objective.budget, deadline)
     if stopper.done(study):
         return
     study.optimize(objective, n_trials=None, catch=(TrialFailed,), callbacks=[stopper, *callbacks],

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import KnobSpec
+from passes.knobs import KnobSpec
 
 WHERE = "<search space>"
 

@@ -5,19 +5,30 @@ Storage: SQLite under the output folder by default (a busy timeout, so several
 worker processes share the file); any SQLAlchemy URL (`postgresql://...`) lets
 workers on several machines join the same study (heartbeats turn a dead
 worker's trial into an interrupted one). The same study name resumes: finished
-trials are kept, `n_trials` is the total, and the settings must match. One study
-per mode, named `<name>/static` and `<name>/dynamic`. Ctrl-C stops cleanly: the
-running trials end as interrupted, finished ones stay.
+trials are kept, `n_trials` is the total, and the settings must match. Ctrl-C
+stops cleanly: the running trials end as interrupted, finished ones stay.
+
+The studies are plain Optuna studies that Optuna's own tools read: one per mode,
+named `<name>/static` and `<name>/dynamic` (`<name>`: `study_name`, by default the
+program's name, e.g. `adaptive_sum.mlir:mean`), objectives named `qos_loss`
+(minimised) and `speedup` (maximised), the constraint `qos_loss <= budget`.
+`study.best_trials` is the tuning front: a configuration measured already is not
+a new COMPLETE trial (a repeat ends PRUNED with the user attr `duplicate_of`).
+The result is `result.json` in the output folder; each study names it in the
+user attr `result_file`. E.g. `optuna trials --storage sqlite:///OUT/study.db
+--study-name 'adaptive_sum.mlir:mean/static'`.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import math
 import re
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
@@ -26,17 +37,18 @@ import optuna
 from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import MlirProgram
 from autotuner import search
+from autotuner import warm_start as reuse
 from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
-from autotuner.program import MlirProgram
-from autotuner.results import RESULT_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
+from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
-from autotuner import warm_start as reuse
 from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
 
 WHERE = "<approx-tune>"
+log = logging.getLogger(__name__)
 
 
 def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
@@ -54,6 +66,10 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> 
     study = optuna.create_study(study_name=job.study_name, storage=storage, load_if_exists=True,
                                 directions=["minimize", "maximize"],
                                 sampler=search.TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
+    if study.metric_names is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(list(METRIC_NAMES))
     old = study.user_attrs.get("settings")
     if old is None:
         study.set_user_attr("settings", settings)
@@ -159,6 +175,18 @@ def one_run_per_sqlite_study(storage: str, study: str):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@contextmanager
+def optuna_quiet():
+    """Optuna's per-trial INFO lines off while the tuner runs (it shows its own
+    progress), the caller's verbosity back afterwards."""
+    old = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(old)
+
+
 def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:-]+", "_", name).strip("_") or "program"
 
@@ -183,7 +211,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
          eval_ratio: float = 5.0, eval_inputs=None, eval_references=None, repeats: int = 5,
          stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
          money: Callable | None = None, objective: str = "time", clock: str = "auto", evaluate: bool = True,
-         progress: bool = False, warm_start: str | None = None, patience: int | None = None) -> TuningResult:
+         progress: bool = False, warm_start: str | None = None, patience: int | None = None,
+         timeout: float | None = None) -> TuningResult:
     """Search the accuracy/performance Pareto front of `program` on `inputs`.
 
     `program`: a Program, a decorated function or a spec (`file.mlir:entry`);
@@ -193,11 +222,15 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     MlirProgram, a decorated function lowered as a kernel) and wall seconds for
     anything else. `warm_start`: an earlier study (name, or output folder) whose
     measurements a new study reuses; `patience`: stop a mode's search when the front's
-    hypervolume has not grown for this many evaluations.
+    hypervolume has not grown for this many evaluations; `timeout`: seconds for each
+    mode's search (checked between trials; finished trials are kept, and the same call
+    again resumes).
     See the module docstrings of `autotuner.measure` and `autotuner.search`."""
     _check(budget, n_trials, jobs, mode, stage_fraction)
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
         raise ApproxError(f"patience must be a positive number of evaluations, got {patience!r}", where=WHERE)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ApproxError(f"timeout must be a positive number of seconds, got {timeout!r}", where=WHERE)
     spec = program if isinstance(program, str) else None
     program = as_program(program)
     if sampler not in search.SAMPLERS:
@@ -225,14 +258,14 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                       timing_seconds=TUNING_TIMING_SECONDS)  # exact must run
     n_slice = math.ceil(stage_fraction * len(tune_in))
     slice_n = n_slice if stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-
     studies, names, total_seconds = {}, {}, 0.0
-    with one_run_per_sqlite_study(storage, base):
+    with one_run_per_sqlite_study(storage, base), optuna_quiet():
         for m, space in spaces.items():
             job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage,
                       f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock, warm_start,
                       patience)
+            if timeout is not None:
+                job.deadline = time.time() + timeout
             study = _prepare_study(job, _settings(job, m, len(eval_in), tune_m.metric.name),
                                    storage.startswith("sqlite"), notes)
             t0 = time.perf_counter()
@@ -274,7 +307,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
         result.front += _eval_front(study, fr, program, eval_m, m, notes)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
+    for note in notes:
+        log.info("%s: %s", program.name, note)
+    path = result.save(out / "result.json").resolve()
     for study in studies.values():
-        study.set_user_attr(RESULT_ATTR, result.to_dict())
-    result.save(out / "result.json")
+        study.set_user_attr(RESULT_FILE_ATTR, str(path))
     return result

@@ -62,7 +62,8 @@ def check_settings(source: optuna.Study, settings: dict) -> None:
     diff = [k for k in SAME if old.get(k) != settings.get(k)]
     if diff:
         raise ApproxError(f"cannot reuse the trials of study '{source.study_name}': its measurements were taken "
-                          f"with other settings ({', '.join(f'{k}: {old.get(k)!r} != {settings.get(k)!r}' for k in diff)})",
+                          "with other settings ("
+                          f"{', '.join(f'{k}: {old.get(k)!r} != {settings.get(k)!r}' for k in diff)})",
                           where="--warm-start")
 
 

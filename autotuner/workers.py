@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 import multiprocessing as mp
 import pickle
 import random
@@ -37,6 +38,7 @@ from autotuner.results import _safe_url
 from autotuner.space import SearchSpace
 
 WHERE = "<approx-tune>"
+log = logging.getLogger(__name__)
 
 
 def _sqlite_connect(path: str) -> sqlite3.Connection:
@@ -118,6 +120,7 @@ class Job:
     clock: str = "wall"
     warm_start: str | None = None  # an earlier study whose measurements a new study reuses
     patience: int | None = None  # stop when the front's hypervolume has not grown for this many evaluations
+    deadline: float | None = None  # stop starting trials at this `time.time()` (the mode's timeout)
 
 
 def _measurer(job: Job) -> Measurer:
@@ -151,7 +154,7 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
         return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)
 
     objective = search.Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=job.n_trials)
-    search.optimize(study, objective, job.n_trials, job.space.size(), callbacks, job.patience)
+    search.optimize(study, objective, job.n_trials, job.space.size(), callbacks, job.patience, job.deadline)
 
 
 def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> None:
@@ -256,7 +259,9 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
             for i, p in enumerate(procs):
                 if p.exitcode not in (None, 0):  # killed (kill -9, out of memory) or crashed in native code
                     deaths += 1
-                    _recover_dead_worker(study, p.pid)
+                    n = _recover_dead_worker(study, p.pid)
+                    log.warning("worker %s (pid %s) ended with exit code %s; %d trial(s) queued again, a new "
+                                "worker starts", i, p.pid, p.exitcode, n)
                     if deaths > max_deaths:
                         raise ApproxError(f"worker processes keep dying ({deaths} times; the last with exit "
                                           f"code {p.exitcode}); finished trials are kept", where=WHERE)

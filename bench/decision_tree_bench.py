@@ -1,4 +1,4 @@
-"""Multi-feature decision trees (issue 3): how long `learn_decision_tree` takes
+"""Multi-feature decision trees: how long `learn_decision_tree` takes
 (CART, 10,000 samples x 4 features), and what the lowered tree costs at run time:
 a sum kernel whose `decision_tree_multi` leaves are all 0 (so it computes exactly
 what the unannotated kernel does) against the unannotated kernel, timed in the
@@ -6,6 +6,7 @@ same run, with the 1-D ladder (`decision_tree`, all 0) alongside."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -97,7 +98,7 @@ def learning_times(samples: int = 10_000, features: int = 4) -> list[tuple[int, 
 
 def main(n: int = 10_000_000, small: int = 16) -> dict:
     rows = learning_times()
-    print("## Decision trees (issue 3): learning, 10,000 samples x 4 features (median of 5)")
+    print("## Decision trees: learning, 10,000 samples x 4 features (median of 5)")
     print("| max_depth | nodes | time | train accuracy |")
     print("|---|---|---|---|")
     for depth, nodes, seconds, acc in rows:
@@ -118,7 +119,7 @@ def main(n: int = 10_000_000, small: int = 16) -> dict:
         assert fn(data, n, 7) == plain, name  # all-0 decisions are exact
     big = interleaved({k: (lambda f=f: f(data, n, 7)) for k, f in fns.items()})
     tiny = interleaved({k: (lambda f=f: [f(data, small, 7) for _ in range(1000)]) for k, f in fns.items()})
-    print(f"\n## Runtime overhead of the lowered decision (sum kernel; median of 15 interleaved runs)")
+    print("\n## Runtime overhead of the lowered decision (sum kernel; median of 15 interleaved runs)")
     print(f"| program | n = {n:,} | ratio | n = {small}, per call | extra per call |")
     print("|---|---|---|---|---|")
     out: dict = {"learning": rows}
@@ -132,4 +133,5 @@ def main(n: int = 10_000_000, small: int = 16) -> dict:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -1,6 +1,6 @@
 """Decorated Python kernels, JIT-compiled through MLIR, against the same algorithm
 in NumPy (vectorised) and in plain Python (the undecorated function), and the
-per-call cost of the decorator (issue 4). Targets: JIT at least as fast as NumPy,
+per-call cost of the decorator. Targets: JIT at least as fast as NumPy,
 far faster than Python; a few microseconds per call over the plain function.
 
 The BM25 doc-term matrix is built from SQuAD dev paragraphs (real text; data dir
@@ -8,6 +8,7 @@ from APPROX_DATA_DIR, default ../shared/data)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -129,7 +130,8 @@ def kernels(repeat: int = 5) -> list[str]:
     bm25.python(tf, idf, lengths, queries[:4], s2[:4])
     bm25_numpy(tf, idf, lengths, queries, s3)
     py = median_time(lambda: bm25.python(tf, idf, lengths, queries[:4], s2[:4]), 1) * len(queries) / 4
-    rows.append(_row("BM25 scoring (SQuAD dev)", f"{len(queries)} queries x {tf.shape[0]} docs x {queries.shape[1]} terms",
+    rows.append(_row("BM25 scoring (SQuAD dev)",
+                     f"{len(queries)} queries x {tf.shape[0]} docs x {queries.shape[1]} terms",
                      median_time(lambda: bm25(tf, idf, lengths, queries, s1), repeat),
                      median_time(lambda: bm25_numpy(tf, idf, lengths, queries, s3), repeat), py,
                      float(np.abs(s1[:4] - s2[:4]).max())))
@@ -169,7 +171,7 @@ def per_call(n: int = 200_000) -> list[str]:
 
 
 def main() -> None:
-    print("## Frontend (issue 4): decorated Python kernels, JIT-compiled, vs NumPy and plain Python")
+    print("## Frontend: decorated Python kernels, JIT-compiled, vs NumPy and plain Python")
     print("Median wall time per call (plain Python: one run; BM25's from 4 queries, scaled). "
           "Ratios > 1: the JIT kernel is faster. err: max |JIT - plain Python|.\n")
     print("| kernel | size | JIT ms | NumPy ms | Python ms | NumPy / JIT | Python / JIT | err |")
@@ -184,4 +186,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -1,5 +1,5 @@
 """`make fuzz`: approx-opt on N generated and mutated inputs (tests/fuzz/), judged
-by the contract of issue 7: output (exit 0) or one clear error line (exit 1); no
+by the contract of docs/reliability.md: output (exit 0) or one clear error line (exit 1); no
 traceback, no `internal error`, no hang over 5 s, no crash of the interpreter.
 
 Inputs run in-process (`main()`, in a pool of worker processes; a worker that
@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         "findings": len(findings), "distinct_findings": len({o.signature for _, o in findings}),
         "max_seconds_per_input": round(times[-1], 3), "median_seconds": round(times[len(times) // 2], 4),
         "p99_seconds": round(times[int(len(times) * 0.99)], 3),
-        "subprocess_sample": len(sub), "subprocess_max_seconds": round(max((o.seconds for o in sub.values()), default=0), 3),
+        "subprocess_sample": len(sub),
+        "subprocess_max_seconds": round(max((o.seconds for o in sub.values()), default=0), 3),
         "seed": args.seed, "workers": args.workers, "run_seconds": round(t_run, 1), "command_seconds": round(t_sub, 1),
     }
     print(f"fuzz approx-opt: {summary['inputs']} inputs ({', '.join(f'{k} {v}' for k, v in kinds.items())}), "

@@ -1,7 +1,7 @@
-"""Answer-model and tool knobs (issue 4), speedups against the exact setting
+"""Answer-model and tool knobs, speedups against the exact setting
 measured in the same run (rounds interleaved over configurations, median round).
 
-- Reader: the trained extractive readers of issue 6 (examples/models/reader_l6.npz
+- Reader: the trained extractive readers (examples/models/reader_l6.npz
   = pro, reader_l3.npz = fast) on SQuAD evaluation questions with their gold
   paragraph plus two other paragraphs of the article; exact = pro in float32.
   Quality: exact match (SQuAD normalisation) on these questions.
@@ -15,6 +15,7 @@ ops wait on a loaded machine."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import tempfile
@@ -98,7 +99,7 @@ def reader_bench() -> None:
 
 def causal_bench() -> None:
     from frontends.components.llm import CausalLM, LocalServer, OpenAIAnswerModel
-    from frontends.components.llm.tiny import build_tiny_causal_lm
+    from tests.tiny_models import build_tiny_causal_lm
 
     ctx = ["Super Bowl 50 was an American football game to determine the champion of the NFL."]
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,4 +151,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

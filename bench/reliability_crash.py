@@ -1,4 +1,4 @@
-"""Crash-safe tuning at size (issue 7, item 4): `kill -9` of worker processes
+"""Crash-safe tuning at size: `kill -9` of worker processes
 mid-trial and of whole `approx-tune run`s at random moments, on one SQLite file.
 
 Prints the kills, finished trials lost (a trial COMPLETE before a kill that is

@@ -1,4 +1,4 @@
-"""Issue 7, item 3 at size: component faults injected by real misbehaving
+"""Component faults at size: injected by real misbehaving
 components (tests/faulty_components.py), a few hundred of them across the
 kinds, and a tuning study where most configurations use a faulty component.
 
@@ -181,12 +181,12 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     from examples.squad import paragraphs, questions
-    from frontends.components.llm.reader import ExtractiveReader
+    from tests.tiny_models import untrained_reader
 
     t0 = time.perf_counter()
     corpus = paragraphs()[:20]
     qs = [q.question for q in questions() if q.paragraph < 20][:24]
-    exact = ExtractiveReader.untrained_for_plumbing_tests(layers=2, seed=0)
+    exact = untrained_reader(Path(tempfile.mkdtemp(prefix="untrained-reader-")) / "reader.npz")
     tally = Tally()
     with F.FaultServer() as server:
         for name, run in (("llm backend", lambda: http_faults(tally, server, exact, qs, corpus, a.rounds)),

@@ -1,4 +1,4 @@
-"""Issue 7 item 5, measured: many hostile names and strings pushed through every path
+"""No injection, measured: many hostile names and strings pushed through every path
 from a user's file to generated Python (and to approx-opt's output and the HTML
 report); counts how many ran as data, how many were one clear error, and how many
 executed code (a canary file / builtins flag their payloads set) -- which must be 0.

@@ -1,4 +1,4 @@
-"""Retrieval knobs on real SQuAD questions (issue 4): BM25 and MiniLM dense retrieval
+"""Retrieval knobs on real SQuAD questions: BM25 and MiniLM dense retrieval
 over the 2,067 SQuAD dev paragraphs, one knob value at a time (plus a few combinations).
 
 Speedup = exact time / approximate time, both measured in this run (rounds
@@ -15,6 +15,7 @@ The corpus embeddings come from the on-disk cache (computed on the first run).
 
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
 import sys
@@ -120,7 +121,7 @@ def main() -> dict:
     for level in (0, 1, 2):
         bm25.index(level)
     b_rows = measure(bm25, bm25_configs(len(corpus)), qs)
-    table("retrieval (issue 4): BM25 (k1 = 1.5, b = 0.75), JIT kernel", b_rows,
+    table("retrieval: BM25 (k1 = 1.5, b = 0.75), JIT kernel", b_rows,
           common + " Retrieval = preprocessing + term rows + kernel.")
 
     import torch
@@ -140,7 +141,7 @@ def main() -> dict:
     finally:
         torch.set_num_threads(threads)
     d_rows = measure(dense, dense_configs(len(corpus)), qs, shared_prep=vecs, shared_prep_s=sum(embed_s))
-    table("retrieval (issue 4): dense all-MiniLM-L6-v2, JIT similarity kernel", d_rows,
+    table("retrieval: dense all-MiniLM-L6-v2, JIT similarity kernel", d_rows,
           common + f" Retrieval = MiniLM query embedding on 1 thread ({statistics.mean(embed_s) * 1e3:.1f} ms/query "
           f"mean, timed once per question, the same in every configuration) + kernel. Corpus embeddings "
           f"loaded (or computed and cached) in {load_s:.1f} s.")
@@ -148,4 +149,5 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -3,22 +3,25 @@ in the same run (machines are shared and noisy: medians, not single runs)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import decision_tree_bench  # noqa: E402
-from bench import pipeline_bench  # noqa: E402
-from bench import transform_precision  # noqa: E402
-from bench import transform_memo_param  # noqa: E402
-from bench import transform_loops  # noqa: E402
-from bench import tuning_bench  # noqa: E402
-from bench import retrieval_bench  # noqa: E402
-from bench import frontend_bench  # noqa: E402
-from bench import torch_bench  # noqa: E402
-from bench import llm_tools_bench  # noqa: E402
-from bench import kernels_bench  # noqa: E402
+from bench import (  # noqa: E402 (after the path insert)
+    decision_tree_bench,
+    frontend_bench,
+    kernels_bench,
+    llm_tools_bench,
+    pipeline_bench,
+    retrieval_bench,
+    torch_bench,
+    transform_loops,
+    transform_memo_param,
+    transform_precision,
+    tuning_bench,
+)
 
 
 def main() -> int:
@@ -37,4 +40,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     sys.exit(main())

@@ -13,6 +13,7 @@ threads and with one.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -118,15 +119,16 @@ def main(d: int = 512, h: int = 2048, batch: int = 64, hidden=(1024, 512, 128), 
         for p in (0, 1, 2):
             fn = prog.build({"forward": {"knob_val": k}, fname: {"knob_val": p}})
             y = fn(x)
-            measured[k, p] = (median_time(lambda: fn(x), repeat), 1 - np.linalg.norm(y_exact - y) / np.linalg.norm(y_exact))
+            qos = 1 - np.linalg.norm(y_exact - y) / np.linalg.norm(y_exact)
+            measured[k, p] = (median_time(lambda: fn(x), repeat), qos)
     f32_t = measured[0, 1][0]
     for (k, p), (t, qos) in measured.items():
         print(f"| {k} (hidden {h if k == 0 else hidden[k - 1]}) | {('f64', 'f32', 'f16')[p]} | {t * 1e3:.1f} "
               f"| {exact_t / t:.2f}x | {f32_t / t:.2f}x | {qos:.6f} |")
         rows.append({"k": k, "precision": p, "time_s": t, "speedup": exact_t / t, "qos": qos})
     if torch_iree.available():
-        print(f"\n| IREE llvm-cpu, 1 thread (local-sync): substitution k | precision | time (ms) "
-              f"| speedup vs MLIR JIT exact | JIT time / IREE time | QoS |")
+        print("\n| IREE llvm-cpu, 1 thread (local-sync): substitution k | precision | time (ms) "
+              "| speedup vs MLIR JIT exact | JIT time / IREE time | QoS |")
         print("|---|---|---|---|---|---|")
         for k, p in [(0, 0), (0, 1), (0, 2), (2, 1)]:
             fname = "forward_exact" if k == 0 else f"approx_forward_{k}"
@@ -143,4 +145,5 @@ def main(d: int = 512, h: int = 2048, batch: int = 64, hidden=(1024, 512, 128), 
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -19,6 +19,7 @@ shared: alternating keeps load changes out of the ratio).
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 
@@ -191,4 +192,5 @@ def main(n: int = 2_000_000, n_rows: int = 48, row_len: int = 100_000, repeat: i
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

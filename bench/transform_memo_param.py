@@ -1,4 +1,4 @@
-"""Benchmark of `memoize` and `param` on JIT-compiled kernels (issue 3).
+"""Benchmark of `memoize` and `param` on JIT-compiled kernels.
 
 memoize: an expensive scalar kernel (a 2000-step quadrature per call) applied by a
 driver loop to a stream of 2000 inputs drawn around 256 centres with relative noise
@@ -15,6 +15,7 @@ exact measured in the same run. QoS = 1 - ||y - y_exact||2 / ||y_exact||2; QoS l
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -161,7 +162,7 @@ def bench_param(repeat: int = 5) -> list[tuple]:
 
 def main() -> dict:
     memo = bench_memoize()
-    print("## memoize (issue 3): 2000-step quadrature per call, stream of 2000 inputs around 256 centres")
+    print("## memoize: 2000-step quadrature per call, stream of 2000 inputs around 256 centres")
     print("QoS = 1 - rel. L2 error; QoS loss = 1 - QoS; reused = share of calls answered from the table")
     print("with another input's result; median of 5 cold-table runs, exact in the same run.\n")
     print("| knob k (mantissa bits dropped) | time (ms) | speedup | QoS | reused |")
@@ -169,7 +170,7 @@ def main() -> dict:
     for k, ms, sp, q, r in memo:
         print(f"| {k}{' (exact)' if k == 0 else ''} | {ms:.2f} | {sp:.2f}x | {q:.7f} | {r:.1%} |")
     param = bench_param()
-    print("\n## param (issue 3): sum of cos(i x) / i, trip count = the parameter, 4 inputs x")
+    print("\n## param: sum of cos(i x) / i, trip count = the parameter, 4 inputs x")
     print("| knob k | terms | time (ms) | speedup | QoS |")
     print("|---|---|---|---|---|")
     for k, v, ms, sp, q in param:
@@ -178,4 +179,5 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -14,6 +14,7 @@ arithmetic: f16 ops run as f32 ops with a rounding after each.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 
@@ -140,4 +141,5 @@ def main(n_ew: int = 1 << 22, n_mt: int = 256, n_mm: int = 384, repeat: int = 7)
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

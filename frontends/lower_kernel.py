@@ -18,8 +18,20 @@ import numpy as np
 from xdsl.dialects import arith, func
 from xdsl.dialects import math as mmath
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX, AnyFloat, FloatAttr, IntegerAttr, IntegerType, MemRefType,
-    f16, f32, f64, i1, i8, i16, i32, i64,
+    DYNAMIC_INDEX,
+    AnyFloat,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    f16,
+    f32,
+    f64,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
 )
 from xdsl.ir import Attribute
 

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import i64
 from xdsl.ir import Block, Region
 
 from frontends.source import assigned_names, normalize
-from frontends.values import Val, Typed, discard
+from frontends.values import Typed, Val, discard
 
 
 class LoopLowering:

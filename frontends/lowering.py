@@ -12,6 +12,7 @@ returned values. `break`, `return` inside a loop and loop `else` are errors.
 from __future__ import annotations
 
 import ast
+
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue

@@ -21,7 +21,14 @@ import operator
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr, FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp, StringAttr, UnitAttr,
+    ArrayAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
 )
 from xdsl.ir import Block, Operation, SSAValue
 

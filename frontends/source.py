@@ -3,8 +3,8 @@ names it can see (closure, globals, builtins), and one-line errors that point at
 `file.py:LINE:COL`."""
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import builtins
 import inspect

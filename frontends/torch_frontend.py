@@ -33,10 +33,10 @@ import torch
 
 from approx_dialect.context import parse_module
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import KnobSpec, knob_specs
 from approx_opt.driver import run_pipeline
 from frontends import torch_iree
 from frontends.torch_export import Exported, Lifted, export_function, weights_of
+from passes.knobs import KnobSpec, knob_specs
 
 
 def _prepared(model: torch.nn.Module, double: bool) -> torch.nn.Module:
@@ -103,7 +103,8 @@ def _ladder(tree, ks: Sequence[int]) -> tuple[list, list, list, list, list]:
     values = _setting(tree, "decision_values", default=None) or [0, *ks]
     bad = [d for d in decisions if d not in values]
     if bad:
-        raise ApproxError(f"decision_tree: decision {bad[0]} is not a variant (have {list(values)})", where="<torch import>")
+        raise ApproxError(f"decision_tree: decision {bad[0]} is not a variant (have {list(values)})",
+                          where="<torch import>")
     return thresholds, decisions, list(lowers), list(uppers), list(values)
 
 
@@ -134,7 +135,8 @@ class TorchProgram:
     `approx_kernels` / `approx_kernel` then being the variants.
     """
 
-    def __init__(self, model: torch.nn.Module, example_args: Sequence, variants: Mapping[int, torch.nn.Module] | None = None,
+    def __init__(self, model: torch.nn.Module, example_args: Sequence,
+                 variants: Mapping[int, torch.nn.Module] | None = None,
                  decision_tree: Any = None, static_transform: Any = None, precision: bool = True,
                  name: str = "forward", backend: str = "jit"):
         if backend not in ("jit", "iree"):
@@ -158,7 +160,8 @@ class TorchProgram:
         if bad:
             raise ApproxError(f"variant keys are knob values >= 1, got {bad[0]!r}", where="<torch import>")
         if chooser is not None and not variants:
-            raise ApproxError("a decision_tree or static_transform needs variants to substitute", where="<torch import>")
+            raise ApproxError("a decision_tree or static_transform needs variants to substitute",
+                              where="<torch import>")
         static_k = _setting(static_transform, "knob_val", default=static_transform)
         if static_transform is not None and static_k not in (0, *variants):
             raise ApproxError(f"static_transform {static_k!r} is not 0 or a variant ({sorted(variants)})",
@@ -190,7 +193,8 @@ class TorchProgram:
         funcs: dict[Any, Exported] = {}
         for key, m in models.items():
             names, lo = layout[key]
-            what = f"{type(model).__name__}" + ("" if key == 0 else f" (variant {key})" if key != "state" else " (state)")
+            suffix = "" if key == 0 else f" (variant {key})" if key != "state" else " (state)"
+            what = f"{type(model).__name__}{suffix}"
             sym = f"{name}_state_t" if key == "state" else fname(key)
             funcs[key] = export_function(Lifted(m, names, len(args), lo, as_state=key == "state"), full, sym, what)
         self.text = self._module(funcs, decision_tree, static_transform, precision)
@@ -231,7 +235,8 @@ class TorchProgram:
         res = "%r" if n_out == 1 else ", ".join(f"%r#{i}" for i in range(n_out))
         lines = [f.text for f in funcs.values()]
         lines.append(f"func.func @{name}({params}) -> ({outs}) {{\n"
-                     f"  %r{'' if n_out == 1 else f':{n_out}'} = func.call @{exact.name}({vals}) : ({ins}) -> ({outs})\n"
+                     f"  %r{'' if n_out == 1 else f':{n_out}'} = "
+                     f"func.call @{exact.name}({vals}) : ({ins}) -> ({outs})\n"
                      f"  return {res} : {outs}\n}}\n")
         anns = []
         ks = sorted(k for k in funcs if isinstance(k, int) and k > 0)
@@ -245,7 +250,8 @@ class TorchProgram:
                          f"  %s = arith.trunci %e : i64 to i32\n  return %s : i32\n}}\n")
             thresholds, decisions, lowers, uppers, values = _ladder(tree, ks)
             anns.append(
-                f'"approx.util.annotation.decision_tree"() <{{func_name = "{name}", transform_type = "func_substitute", '
+                f'"approx.util.annotation.decision_tree"() <{{func_name = "{name}", '
+                'transform_type = "func_substitute", '
                 f'state_indices = {_arr(range(len(exact.inputs)), "i64")}, state_function = "{name}_state", '
                 f"num_thresholds = {len(thresholds)} : i32, thresholds_uppers = {_arr(uppers)}, "
                 f"thresholds_lowers = {_arr(lowers)}, decision_values = {_arr(values)}, "
@@ -291,7 +297,8 @@ class TorchProgram:
 
     def _inputs(self, inputs: Sequence) -> list[np.ndarray]:
         if len(inputs) != len(self.in_shapes):
-            raise ApproxError(f"{self.name} takes {len(self.in_shapes)} input(s), got {len(inputs)}", where=self.filename)
+            raise ApproxError(f"{self.name} takes {len(self.in_shapes)} input(s), got {len(inputs)}",
+                              where=self.filename)
         out = []
         for i, (x, shape, dtype) in enumerate(zip(inputs, self.in_shapes, self.in_dtypes)):
             if isinstance(x, torch.Tensor):

@@ -1,6 +1,11 @@
-"""Rewrite passes of the approx pipeline, in pipeline order.
+"""Rewrite passes of the approx pipeline, in pipeline order, and the knob model.
 
 `APPROX_PIPELINE` is ApproxMLIR's sequence; `approx-opt -p approx-pipeline` runs it.
+One file per pass, one per transformation (`passes/transformations/`); `knobs`
+reads a program's knobs from its annotations (`KnobSpec`, `DEFAULT_VALUES`) and
+applies a configuration to them before the pipeline runs. Imports only
+`approx_dialect` and xDSL: nothing of `approx_opt`, `frontends` or `autotuner`
+(tests/test_layers.py).
 """
 
 from dataclasses import dataclass

@@ -5,7 +5,6 @@ call, a threshold count and an `scf.index_switch` with one cloned body per decis
 from __future__ import annotations
 
 from collections import deque
-
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -15,7 +14,7 @@ from xdsl.dialects.func import CallOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from approx_dialect import DecideOp, DecideTreeOp, TransformOp, TryOp, YieldOp
+from approx_dialect import DecideOp, DecideTreeOp, TransformOp, TryOp
 from approx_dialect.tree import leaf_decisions
 from passes.ir_utils import ops_of
 

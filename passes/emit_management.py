@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, i1
-from xdsl.dialects.func import CallOp
+from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
@@ -26,8 +28,8 @@ from approx_dialect import (
 )
 from approx_dialect.annotations import state_indices
 from approx_dialect.diagnostics import ApproxError
-from passes.ir_utils import ModuleSymbols, first_knob
 from approx_dialect.param import AnnotationParamOp
+from passes.ir_utils import ModuleSymbols, first_knob
 from passes.transformations.param import emit_param
 
 
@@ -49,7 +51,7 @@ def _at_start(knob: KnobOp, op) -> None:
 
 def _state_region(symbols: ModuleSymbols, knob: KnobOp, ann) -> tuple[list, Region]:
     """The function arguments at `state_indices`, and a region calling the state function on them."""
-    func = knob.parent_op()
+    func = cast(FuncOp, knob.parent_op())
     state_args = [func.body.block.args[i] for i in state_indices(ann, func)]
     block = Block(arg_types=[a.type for a in state_args])
     if ann.state_function is None:  # the argument is the state (ApproxMLIR's identity default)
@@ -145,7 +147,7 @@ def emit_try(symbols: ModuleSymbols, ann: AnnotationTryOp) -> None:
     knob.body.block.insert_op_before(try_op, yield_op)
 
 
-_EMITTERS = {
+_EMITTERS: dict[type, Callable[..., None]] = {
     AnnotationDecisionTreeOp: emit_decide,
     AnnotationDecisionTreeMultiOp: emit_decide_tree,
     AnnotationTransformOp: emit_transform,

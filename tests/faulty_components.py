@@ -1,4 +1,4 @@
-"""Components that really misbehave (issue 7, item 3), shared by
+"""Components that really misbehave, shared by
 tests/test_component_faults.py and bench/reliability_faults.py: an HTTP server
 speaking the OpenAI API that answers 500s, malformed JSON, no text, impossible
 log-probabilities, or too late; answer models that raise or return garbage;
@@ -17,13 +17,13 @@ from collections import Counter
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from approx_opt.config import KnobSpec
 from frontends import Knob, SafetyContract, StaticTransform
 from frontends.components.llm.base import Answer, AnswerModel
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
 from frontends.components.retrieval import Bm25Retriever
 from frontends.components.retrieval.bm25 import Bm25Search
 from frontends.components.tools import ToolRegistry
+from passes.knobs import KnobSpec
 
 HTTP_FAULTS = ("http500", "badjson", "notjson", "nochoices", "nulltext", "inttext", "badlogprobs", "slow",
                "dribble", "hangup")

@@ -1,4 +1,4 @@
-"""Hostile strings and the paths they take to generated Python (issue 7, item 5).
+"""Hostile strings and the paths they take to generated Python.
 
 Why: Python generated from IR must treat every symbol name, string attribute,
 location and Python string as data. Each hostile string carries live payloads
@@ -130,7 +130,7 @@ MLIR = """module {{
     func.return %g : !pyobj.obj
   }}
 }}
-"""
+"""  # noqa: E501 (MLIR text)
 
 
 def mlir_text(s: str, raw: bool = False) -> str:
@@ -179,9 +179,10 @@ def _one_line(msg: str) -> str:
 def run_approx_opt(s: str, tmp: Path) -> str:
     """`approx-opt FILE -p approx-pipeline` in-process on the program; its output must read back
     with the string intact, or it exits 1 with one error line."""
+    from xdsl.dialects.builtin import StringAttr
+
     from approx_dialect.context import parse_module
     from approx_opt.main import main
-    from xdsl.dialects.builtin import StringAttr
 
     src, dst = tmp / "in.mlir", tmp / "out.mlir"
     src.write_text(mlir_text(s), encoding="utf-8")

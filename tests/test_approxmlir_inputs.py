@@ -13,9 +13,9 @@ import pytest
 from approx_dialect import upstream_import
 from approx_dialect.context import parse_module, print_module
 from approx_dialect.diagnostics import ApproxError, ApproxWarning
-from approx_opt.config import knob_specs
 from approx_opt.driver import run_pipeline
 from approx_opt.execute import compile_module
+from passes.knobs import knob_specs
 
 # base1.mlir: a bare result type after iter_args, decisions [1, 2] with decision_values [0, 1]
 BASE1 = """module {
@@ -68,7 +68,7 @@ LOOP2 = """module {
     return
   }
 }
-"""
+"""  # noqa: E501 (MLIR text)
 
 # base2.mlir: a safety contract (checker and recovery take every argument of the function)
 BASE2 = """module {

@@ -12,11 +12,11 @@ import optuna
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import MlirProgram
 from autotuner import search, tune
 from autotuner.cli import main as cli_main
 from autotuner.loading import as_program
 from autotuner.pareto import hypervolume, hypervolume_curve
-from autotuner.program import MlirProgram
 from autotuner.space import SearchSpace
 from bench.tuning_bench import kernel_inputs, kernel_text
 
@@ -66,11 +66,13 @@ def test_static_trials_seed_the_dynamic_study_and_nothing_is_measured_twice(tmp_
     inputs = [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(50, 20_000, 12))]
     r = tune(ADAPTIVE, inputs, budget=0.02, n_trials=8, mode="both", seed=0, out_dir=tmp_path,
              money=adaptive_cost, **FAST)
-    static, dynamic = study_of(tmp_path, "adaptive_sum.mlir:mean/static"), study_of(tmp_path, "adaptive_sum.mlir:mean/dynamic")
+    static = study_of(tmp_path, "adaptive_sum.mlir:mean/static")
+    dynamic = study_of(tmp_path, "adaptive_sum.mlir:mean/dynamic")
     n_static = len(measured_keys(static))
     assert n_static == min(8, SearchSpace.from_program(as_program(ADAPTIVE), "static").size())  # distinct values
     reused = reused_keys(dynamic)
-    assert len(reused) == n_static and all('"decisions"' in k for k in reused)  # lifted: every decision the static value
+    # lifted: every decision the static value
+    assert len(reused) == n_static and all('"decisions"' in k for k in reused)
     assert not set(measured_keys(dynamic)) & set(reused)  # the dynamic search measured none of them again
     assert search.counts(dynamic)["evaluated"] == 8 and r.trials == n_static + 8  # reused ones are not evaluations
     assert r.hypervolume["dynamic"][0] == pytest.approx(r.hypervolume["static"][-1])  # starts where static ended

@@ -10,7 +10,7 @@ import optuna
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner.program import MlirProgram
+from approx_opt.program import MlirProgram
 from autotuner.space import SearchSpace
 from bench.tuning_bench import kernel_text
 from tests.tree_programs import leaf, sum2_module, tree

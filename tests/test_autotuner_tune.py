@@ -11,11 +11,11 @@ import optuna
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import KnobSpec
+from approx_opt.program import MlirProgram
 from autotuner import search, tune
-from autotuner.program import MlirProgram
 from autotuner.search import dominates
 from bench.tuning_bench import kernel_inputs, kernel_text
+from passes.knobs import KnobSpec
 
 DOTS = MlirProgram(kernel_text(2), "main", "dots.mlir")
 INPUTS = kernel_inputs(12, 3000, knobs=2)  # 2 tuning, 10 evaluation inputs

@@ -60,14 +60,16 @@ def test_print_no_properties_puts_inherent_attributes_in_the_dictionary(cli):
 
 
 def test_split_input_file_processes_each_chunk(cli):
-    proc = cli("-", "--split-input-file", stdin="func.func @a() {\n  return\n}\n// -----\nfunc.func @b() {\n  return\n}\n")
+    text = "func.func @a() {\n  return\n}\n// -----\nfunc.func @b() {\n  return\n}\n"
+    proc = cli("-", "--split-input-file", stdin=text)
     assert proc.returncode == 0
     assert proc.stdout.count("// -----") == 1
     assert "@a" in proc.stdout and "@b" in proc.stdout
 
 
 def test_split_input_file_reports_lines_of_the_whole_file(cli):
-    text = "func.func @a() {\n  return\n}\n// -----\n\n\"approx.transform\"() <{transform_type = \"x\", knob_val = 1 : i32}> : () -> ()\n"
+    text = ("func.func @a() {\n  return\n}\n// -----\n\n"
+            "\"approx.transform\"() <{transform_type = \"x\", knob_val = 1 : i32}> : () -> ()\n")
     proc = cli("-", "--split-input-file", stdin=text)
     assert_one_line_error(proc, "<stdin>:6:1: error:", "unknown transform_type 'x'")
 
@@ -89,7 +91,8 @@ def test_errors_are_one_line_with_exit_code_1(cli, args, stdin, fragments):
 
 
 def test_pass_error_points_at_the_annotation(cli):
-    text = module(SUM_LOOP, '"approx.util.annotation.transform"() <{func_name = "sum", transform_type = "task_skipping", knob_val = 1 : i32}> : () -> ()')
+    text = module(SUM_LOOP, '"approx.util.annotation.transform"() '
+                            '<{func_name = "sum", transform_type = "task_skipping", knob_val = 1 : i32}> : () -> ()')
     line = text.splitlines().index(next(ln for ln in text.splitlines() if "task_skipping" in ln)) + 1
     proc = cli("-", "-p", "approx-pipeline", stdin=text)
     assert_one_line_error(proc, f"<stdin>:{line}:", "task_skipping: no scf.if or scf.index_switch")
@@ -99,7 +102,8 @@ def test_func_substitute_without_replacement_is_a_clear_error(cli):
     text = module(
         SUM_LOOP,
         '"approx.util.annotation.convert_to_call"() <{func_name = "sum"}> : () -> ()',
-        '"approx.util.annotation.transform"() <{func_name = "sum", transform_type = "func_substitute", knob_val = 2 : i32}> : () -> ()',
+        '"approx.util.annotation.transform"() '
+        '<{func_name = "sum", transform_type = "func_substitute", knob_val = 2 : i32}> : () -> ()',
     )
     assert_one_line_error(cli("-", "-p", "approx-pipeline", stdin=text), "needs a function 'approx_sum_2'")
 
@@ -115,8 +119,8 @@ def test_stock_xdsl_opt_loads_the_dialect_and_passes(tmp_path):
     import sys
     from pathlib import Path
 
-    from passes import ALL_PASSES, APPROX_PIPELINE_NAME
     from approx_opt.universe import APPROX_UNIVERSE
+    from passes import ALL_PASSES, APPROX_PIPELINE_NAME
 
     assert set(APPROX_UNIVERSE.all_passes) == {*ALL_PASSES, APPROX_PIPELINE_NAME}
     src = tmp_path / "p.mlir"

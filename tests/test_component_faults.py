@@ -1,4 +1,4 @@
-"""Issue 7, item 3: component faults. Real misbehaving components
+"""Component faults. Real misbehaving components
 (tests/faulty_components.py): an HTTP server answering 500s, malformed JSON,
 no text, impossible log-probabilities or too late; answer models raising or
 returning garbage; tools raising, returning garbage or hanging; a retriever

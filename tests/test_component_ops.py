@@ -8,8 +8,8 @@ import pytest
 
 from approx_dialect.context import parse_module, print_module
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import knob_specs
 from approx_opt.driver import run_pipeline
+from passes.knobs import knob_specs
 
 OBJ = "!pyobj.obj"
 BODY = f"""
@@ -19,7 +19,7 @@ BODY = f"""
     %a = "component.generate"(%q, %hits) <{{component = "answer", model = @pro, max_new_tokens = 16 : i64}}> : ({OBJ}, {OBJ}) -> {OBJ}
     %calls = "component.tool_call"(%a) <{{component = "tools", tools = @bfcl, router = @embedding}}> : ({OBJ}) -> {OBJ}
     func.return %calls : {OBJ}
-  }}"""
+  }}"""  # noqa: E501 (MLIR text)
 
 KNOBS = {
     "answer.max_new_tokens": ('parameter = "max_new_tokens", transform_type = "param", values = [8 : i64, 4 : i64]',
@@ -113,7 +113,8 @@ def test_cascade_lowers_to_an_escalation_chain():
     (BODY.replace('component = "answer", ', 'component = "", '), "needs a non-empty 'component' label"),
     (annotation("answer.model", 'parameter = "model", transform_type = "func_substitute", values = [8 : i64]', 0)
      + BODY, "values are symbols"),
-    (annotation("answer.max_new_tokens", KNOBS["answer.max_new_tokens"][0], 3) + BODY, "knob_val 3 is out of range 0..2"),
+    (annotation("answer.max_new_tokens", KNOBS["answer.max_new_tokens"][0], 3) + BODY,
+     "knob_val 3 is out of range 0..2"),
     (annotation("answer.x", 'parameter = "x", transform_type = "loop_perforate", values = [2 : i64]', 0) + BODY,
      "does not apply to component ops"),
 ])

@@ -1,4 +1,4 @@
-"""Crash-safe tuning (issue 7, item 4) with real `approx-tune run` processes on one
+"""Crash-safe tuning with real `approx-tune run` processes on one
 SQLite file: `kill -9` of a worker mid-trial and of the whole run keeps every
 finished trial as it was and ends on the front of an uninterrupted run with the
 same seed; several worker processes on one file never fail on a locked database.
@@ -21,8 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from bench.reliability_crash import (ROOT, command, complete_trials, finish, front, kill_group, locked, lost,
-                                     running_workers, start)
+from bench.reliability_crash import (
+    ROOT,
+    command,
+    complete_trials,
+    finish,
+    front,
+    kill_group,
+    locked,
+    lost,
+    running_workers,
+    start,
+)
 
 TRIALS = 12
 

@@ -65,7 +65,8 @@ def test_leaves_sharing_a_decision_and_a_root_leaf():
     assert [decision_of(one_leaf(X, a, -a)) for a in (-9, 0, 9)] == [3, 3, 3]
 
 
-@pytest.mark.parametrize("n, m, stride", [(0, 0, 1), (99, 19, 1), (99, 20, 2), (100, 19, 3), (100, 20, 4), (256, -7, 3)])
+@pytest.mark.parametrize("n, m, stride",
+                         [(0, 0, 1), (99, 19, 1), (99, 20, 2), (100, 19, 3), (100, 20, 4), (256, -7, 3)])
 def test_perforation_stride_follows_the_tree(n, m, stride):
     """n < 100 ? (m < 20 ? exact : 2) : (m < 20 ? 3 : 4), on the real sum loop."""
     t = tree((0, 100, 1, 4, 0), (1, 20, 2, 3, 0), leaf(0), leaf(2), (1, 20, 5, 6, 0), leaf(3), leaf(4))
@@ -126,7 +127,8 @@ def zero_trees(draw, depth: int = 0):
     """Random tree shapes over 2 features, every leaf deciding 0, as nested tuples."""
     if depth >= 3 or draw(st.booleans()):
         return ("leaf",)
-    return (draw(st.integers(0, 1)), draw(st.integers(-5, 300)), draw(zero_trees(depth + 1)), draw(zero_trees(depth + 1)))
+    return (draw(st.integers(0, 1)), draw(st.integers(-5, 300)),
+            draw(zero_trees(depth + 1)), draw(zero_trees(depth + 1)))
 
 
 def flatten(node, rows=None) -> list:
@@ -168,17 +170,20 @@ def with_(t: dict, **changes) -> dict:
 
 
 MALFORMED = [
-    (with_(STUMP, tree_left=[1, -1]), {}, "tree arrays must have equal lengths, got tree_features 3, tree_thresholds 3, tree_left 2"),
+    (with_(STUMP, tree_left=[1, -1]), {},
+     "tree arrays must have equal lengths, got tree_features 3, tree_thresholds 3, tree_left 2"),
     ({n: [] for n in ARRAYS}, {}, "the tree has no nodes"),
     (with_(STUMP, tree_right=[7, -1, -1]), {}, "node 0: tree_right = 7 is out of range (the tree has 3 nodes, 0..2)"),
     (with_(STUMP, tree_features=[2, -1, -1]), {}, "node 0 tests feature 2 but there are 2 features (0..1)"),
-    (with_(STUMP, tree_left=[1, 0, -1], tree_features=[0, -1, -1]), {}, "node 1 is a leaf (tree_features = -1) but has children"),
+    (with_(STUMP, tree_left=[1, 0, -1], tree_features=[0, -1, -1]), {},
+     "node 1 is a leaf (tree_features = -1) but has children"),
     (tree((0, 5, 1, 2, 0), (1, 3, 0, 3, 0), leaf(0), leaf(1)), {}, "node 0 is the root but node 1 names it as a child"),
     (tree((0, 5, 1, 2, 0), (1, 3, 3, 2, 0), leaf(0), leaf(1)), {}, "node 2 is a child of both node 0 and node 1"),
     (tree((0, 5, 1, 1, 0), leaf(0)), {}, "node 0 has node 1 as both its left and right child"),
     (tree(leaf(0), (0, 1, 2, 3, 0), (0, 2, 1, 4, 0), leaf(0), leaf(0)), {}, "the tree has a cycle: 1 -> 2 -> 1"),
     (tree(leaf(0), leaf(1)), {}, "node 1 is not reachable from the root (node 0)"),
-    (with_(STUMP, tree_decisions=[0, 0, 5]), {"values": [0, 2]}, "leaf 2 decides 5, which is not among decision_values [0, 2]"),
+    (with_(STUMP, tree_decisions=[0, 0, 5]), {"values": [0, 2]},
+     "leaf 2 decides 5, which is not among decision_values [0, 2]"),
     (STUMP, {"lowers": [0], "uppers": [4]}, "node 0: threshold 5 of feature 0 is outside its range [0, 4]"),
     (STUMP, {"lowers": [0, 0, 0]}, "thresholds_lowers has 3 entries; give none, one, or one per feature (2)"),
     (STUMP, {"values": []}, "decision_values is empty"),
@@ -196,15 +201,18 @@ def test_malformed_annotation_is_one_clear_error(t, kw, message):
 def test_malformed_op_is_reported_at_the_op():
     text = run_pipeline(pick_module(STUMP, 2), "pre-emit-transform,emit-approx,emit-management")
     bad = text.replace("tree_right = array<i32: 2, -1, -1>", "tree_right = array<i32: 9, -1, -1>")
-    with pytest.raises(ApproxError, match=r"t.mlir:\d+:\d+: error: 'approx.decide_tree' op node 0: tree_right = 9 is out of range"):
+    want = r"t.mlir:\d+:\d+: error: 'approx.decide_tree' op node 0: tree_right = 9 is out of range"
+    with pytest.raises(ApproxError, match=want):
         parse_module(bad, "t.mlir")
 
 
 @pytest.mark.parametrize("old, new, message", [
-    ("return %s0, %s1 : i32, i32", "return %s0 : i32", "state function 'feat' must return 2 i32 (num_features), returns (i32)"),
+    ("return %s0, %s1 : i32, i32", "return %s0 : i32",
+     "state function 'feat' must return 2 i32 (num_features), returns (i32)"),
     ('transform_type = "func_substitute"', 'transform_type = "loop_unroll"', "unknown transform_type 'loop_unroll'"),
     ("state_indices = array<i64: 1, 2>", "state_indices = array<i64: 1, 9>", "state index 9 is out of range"),
-    ('func_name = "pick", state_indices', 'func_name = "nope", state_indices', "function 'nope' named by approx.util.annotation.decision_tree_multi"),
+    ('func_name = "pick", state_indices', 'func_name = "nope", state_indices',
+     "function 'nope' named by approx.util.annotation.decision_tree_multi"),
     ("num_features = 2 : i32", "num_features = 0 : i32", "num_features must be >= 1, got 0"),
 ])
 def test_annotation_context_errors(old, new, message):
@@ -222,7 +230,8 @@ def test_state_region_must_yield_num_features_i32():
     m = re.search(r"approx\.yield (%\w+), (%\w+) : i32, i32", text)
     assert m, text
     bad = text.replace(m.group(0), f"approx.yield {m.group(1)} : i32")
-    with pytest.raises(ApproxError, match=r"approx.decide_tree \(num_features = 2\) state region yields \(i32\) but \(i32, i32\) is expected"):
+    want = r"approx.decide_tree \(num_features = 2\) state region yields \(i32\) but \(i32, i32\) is expected"
+    with pytest.raises(ApproxError, match=want):
         parse_module(bad)
 
 
@@ -230,6 +239,7 @@ def test_ladder_programs_are_unchanged():
     """The 1-D ladder keeps its op and its lowering: no decide_tree appears."""
     from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module
 
-    text = module(STATE_OF_N, SUM_LOOP, decision_tree("sum", "loop_perforate", "state", [5], [0, 2], state_indices=(1,)))
+    text = module(STATE_OF_N, SUM_LOOP,
+                  decision_tree("sum", "loop_perforate", "state", [5], [0, 2], state_indices=(1,)))
     out = run_pipeline(text, "pre-emit-transform,emit-approx,emit-management")
     assert '"approx.decide"' in out and "decide_tree" not in out

@@ -25,13 +25,13 @@ def test_a_thousand_levels_parse_run_and_print():
 
 
 def test_past_the_limit_a_located_error(capsys):
-    from approx_opt.main import main
 
     text = "// header\n" + nested_ifs(MAX_NESTING + 5)
     with pytest.raises(ApproxError) as info:
         parse_module(text, "deep.mlir")
     # the func's `{` is level 1, so the if on line MAX_NESTING + 2 opens level MAX_NESTING + 1
-    assert str(info.value) == f"deep.mlir:{MAX_NESTING + 2}:11: error: input nests too deeply (more than {MAX_NESTING} levels)"
+    assert str(info.value) == (f"deep.mlir:{MAX_NESTING + 2}:11: error: input nests too deeply "
+                               f"(more than {MAX_NESTING} levels)")
 
 
 def test_nesting_check_skips_strings_and_comments():

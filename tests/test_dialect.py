@@ -28,7 +28,8 @@ func.func @r(%x: i32) -> i32 {
 
 ROUND_TRIP_PROGRAMS = [
     KNOB,
-    module(STATE_OF_N, SUM_LOOP, decision_tree("sum", "loop_perforate", "state", [5, 9], [0, 2, 3], state_indices=(1,))),
+    module(STATE_OF_N, SUM_LOOP,
+           decision_tree("sum", "loop_perforate", "state", [5, 9], [0, 2, 3], state_indices=(1,))),
     module(SUM_LOOP, static_transform("sum", "loop_perforate", 4)),
     module(SUM_LOOP, '"approx.util.annotation.knob"() <{func_name = "sum"}> : () -> ()',
            '"approx.util.annotation.convert_to_call"() <{func_name = "sum"}> : () -> ()'),
@@ -95,9 +96,11 @@ def test_annotation_verifier_messages(text, message):
 @pytest.mark.parametrize(
     "old, new, message",
     [
-        ('"approx.yield"(%x) : (i32) -> ()\n  }) : (i32) -> i32', '"approx.yield"(%x, %x) : (i32, i32) -> ()\n  }) : (i32) -> i32',
+        ('"approx.yield"(%x) : (i32) -> ()\n  }) : (i32) -> i32',
+         '"approx.yield"(%x, %x) : (i32, i32) -> ()\n  }) : (i32) -> i32',
          "approx.knob body region yields (i32, i32) but (i32) is expected"),
-        ('%t = arith.constant true\n      "approx.yield"(%t) : (i1) -> ()', '%t = arith.constant 1 : i32\n      "approx.yield"(%t) : (i32) -> ()',
+        ('%t = arith.constant true\n      "approx.yield"(%t) : (i1) -> ()',
+         '%t = arith.constant 1 : i32\n      "approx.yield"(%t) : (i32) -> ()',
          "approx.try check region yields (i32) but (i1) is expected"),
         ('^bb0(%a: i32):', '^bb0(%a: f32):', "approx.try check region takes (f32) but the op passes (i32)"),
         ('recover = "@r"', 'recover = "@"', "needs a non-empty 'recover' function name"),
@@ -109,18 +112,18 @@ def test_op_verifier_messages(old, new, message):
 
 
 def test_decide_state_must_yield_one_i32():
-    text = f"""
-func.func @f(%x: i32) -> i32 {{
-  %0 = "approx.knob"(%x) <{{id = 0 : i32, rf = 0 : i32, QoS_in = array<i32>, QoS_out = array<i32>}}> ({{
-    "approx.decide"(%x) <{{num_thresholds = 1 : i32, thresholds_uppers = array<i32: 9>, thresholds_lowers = array<i32: 0>, decision_values = array<i32: 0, 1>, thresholds = array<i32: 3>, decisions = array<i32: 0, 1>, transform_type = "loop_perforate"}}> ({{
+    text = """
+func.func @f(%x: i32) -> i32 {
+  %0 = "approx.knob"(%x) <{id = 0 : i32, rf = 0 : i32, QoS_in = array<i32>, QoS_out = array<i32>}> ({
+    "approx.decide"(%x) <{num_thresholds = 1 : i32, thresholds_uppers = array<i32: 9>, thresholds_lowers = array<i32: 0>, decision_values = array<i32: 0, 1>, thresholds = array<i32: 3>, decisions = array<i32: 0, 1>, transform_type = "loop_perforate"}> ({
     ^bb0(%s: i32):
       %f = arith.constant 1.0 : f32
       approx.yield %f : f32
-    }}) : (i32) -> ()
+    }) : (i32) -> ()
     approx.yield %x : i32
-  }}) : (i32) -> i32
+  }) : (i32) -> i32
   return %0 : i32
-}}"""
+}"""  # noqa: E501 (MLIR text)
     assert "approx.decide state region yields (f32) but (i32) is expected" in error_of(text)
 
 

@@ -171,8 +171,8 @@ def test_scalars(scalars):
     assert scalars.neg(True) is False
     assert scalars.root(2.0) == math.sqrt(2.0)
     assert scalars.divmod(17, 5) == (3, 2)
-    l, c = scalars.scaled(1.5, 0.0)
-    assert l == pytest.approx(1.5, rel=1e-6) and c == 1.0
+    scaled, c = scalars.scaled(1.5, 0.0)
+    assert scaled == pytest.approx(1.5, rel=1e-6) and c == 1.0
 
 
 def test_memref_sum(memrefs):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 
+import frontend_programs as P
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import frontend_programs as P
-from autotuner.program import exact_config
+from approx_opt.program import exact_config
 from frontends import Knob
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,12 +8,12 @@ import json
 import os
 from pathlib import Path
 
+import frontend_programs as P
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import frontend_programs as P
-from autotuner.program import exact_config
+from approx_opt.program import exact_config
 from frontends import Knob, StaticTransform
 
 DATA = Path(os.environ.get("APPROX_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -142,8 +142,8 @@ def test_generated_python_never_executes_ir_text():
         return x + evil
 
     assert echo("a") == "a" + evil
-    from frontends.pygen import generate
     from approx_dialect.context import parse_module
+    from frontends.pygen import generate
 
     text, env, entry = echo._module()
     src = generate(parse_module(echo.ir(after=True)), env).source

@@ -63,7 +63,7 @@ func.func @chk(%x: i32) -> i1 {{
 "approx.util.annotation.transform"() <{{func_name = "f", transform_type = "func_substitute", knob_val = 1 : i32}}> : () -> ()
 "approx.util.annotation.try"() <{{func_name = "f", recover = "approx_f_1", checker = "chk"}}> : () -> ()
 "approx.util.annotation.decision_tree"() <{{func_name = "f", state_indices = array<i64: 0>, state_function = "f", {LADDER}}}> : () -> ()
-"""
+"""  # noqa: E501 (MLIR text)
 
 VALID = {
     "knob": in_knob(""),

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from autotuner.program import exact_config
+from approx_opt.program import exact_config
 from examples.kernels import KERNELS, bm25, kb, kernel, kmeans, lavamd, pagerank
 from examples.kernels.common import mean_rbo, top_k_rows
 

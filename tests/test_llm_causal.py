@@ -8,7 +8,7 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import build_prompt, parse_prompt
 from frontends.components.llm.causal import CausalLM
-from tests.test_llm_support import CONTEXTS, QUESTION, causal, tiny_gpt2, one_torch_thread  # noqa: F401 (autouse fixture)
+from tests.test_llm_support import CONTEXTS, QUESTION, causal, one_torch_thread, tiny_gpt2  # noqa: F401 (autouse fixture)
 
 
 def test_greedy_loop_is_transformers_greedy_generate():

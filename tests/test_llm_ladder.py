@@ -7,13 +7,13 @@ import math
 
 import pytest
 
+from approx_dialect.cascade import decode
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import select_sentences
 from frontends import Knob
 from frontends.components.declare import Generate, Tune
 from frontends.components.llm.ladder import Cascade, Fallback
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
-from passes.transformations.cascade import decode
 from tests.test_llm_support import CONTEXTS, QUESTION, causal, one_torch_thread  # noqa: F401 (autouse fixture)
 
 N = 3  # max new tokens: keeps every call short
@@ -40,7 +40,9 @@ def expected_stages(start: int, threshold: float, variants, confs, exact) -> lis
 def test_cascade_escalates_exactly_when_confidence_is_below_the_threshold():
     v0, v1, exact = models()
     c0, c1 = conf(v0), conf(v1)
-    up = lambda x: math.nextafter(x, 2.0)  # noqa: E731: the smallest threshold above x
+    def up(x):  # the smallest threshold above x
+        return math.nextafter(x, 2.0)
+
     for thresholds in ([c0, up(c0)], [up(max(c0, c1))]):
         for k in range(1, 2 * len(thresholds) + 1):
             start, t = decode(k, 2, len(thresholds))

@@ -18,7 +18,15 @@ from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.ladder import Fallback
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
 from frontends.components.llm.serve import LocalServer
-from tests.test_llm_support import CONTEXTS, QUESTION, causal, one_torch_thread, tiny_gpt2, untrained_reader  # noqa: F401
+from tests.test_llm_support import (  # noqa: F401 (one_torch_thread: autouse fixture)
+    CONTEXTS,
+    QUESTION,
+    causal,
+    one_torch_thread,
+    tiny_gpt2,
+    untrained_reader,
+    untrained_reader_file,
+)
 
 DELAY = 30.0  # the "slow" model's fault-injected delay; clients give up long before
 
@@ -26,7 +34,8 @@ DELAY = 30.0  # the "slow" model's fault-injected delay; clients give up long be
 @pytest.fixture(scope="module")
 def server():
     path = tiny_gpt2(0)
-    s = LocalServer({"tiny": f"causal:{path}", "slow": f"causal:{path}", "reader": "reader-untrained-plumbing:2"},
+    models = {"tiny": f"causal:{path}", "slow": f"causal:{path}", "reader": f"reader:{untrained_reader_file(0)}"}
+    s = LocalServer(models,
                     delays={"slow": DELAY}, startup_timeout=180, env={"OMP_NUM_THREADS": "1"})
     with s:
         yield s

@@ -1,6 +1,6 @@
 """The extractive reader's plumbing (windows, span limits, confidence, precision,
 weights files). The head here is UNTRAINED: answers are checked for shape and
-determinism, never for being right (issue 6 trains and evaluates the readers)."""
+determinism, never for being right (examples/train_reader.py trains and evaluates the readers)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import torch
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.reader import ExtractiveReader
-from frontends.components.llm.span_model import load_span_model, untrained_span_model_for_plumbing_tests
-from tests.test_llm_support import CONTEXTS, QUESTION, untrained_reader, one_torch_thread  # noqa: F401 (autouse fixture)
+from frontends.components.llm.span_model import load_span_model
+from tests.test_llm_support import CONTEXTS, QUESTION, one_torch_thread, untrained_reader  # noqa: F401 (autouse fixture)
+from tests.tiny_models import untrained_span_model
 
 
 def test_untrained_reader_is_deterministic_and_says_what_it_is():
@@ -55,7 +56,7 @@ def test_bfloat16_variant():
 
 
 def test_weights_round_trip_through_npz(tmp_path):
-    model = untrained_span_model_for_plumbing_tests(layers=2, seed=3)
+    model = untrained_span_model(layers=2, seed=3)
     with torch.no_grad():  # give the adapters something to carry
         for name, p in model.named_parameters():
             if name.endswith("lora_b"):
@@ -96,7 +97,7 @@ def test_bad_weight_files_are_clear_errors(tmp_path):
 
 
 def test_trained_readers_in_a_cascade():
-    """With issue 6's trained readers (skipped until they exist): the fast one
+    """With the trained readers of examples/models (skipped where they are missing): the fast one
     answers alone when confident enough, else the pro one answers."""
     import math
     from pathlib import Path
@@ -106,7 +107,8 @@ def test_trained_readers_in_a_cascade():
     models = Path(__file__).resolve().parents[1] / "examples" / "models"
     if not (models / "reader_l6.npz").is_file() or not (models / "reader_l3.npz").is_file():
         pytest.skip("examples/models/reader_l{6,3}.npz not trained yet")
-    fast, pro = ExtractiveReader.from_path(models / "reader_l3.npz"), ExtractiveReader.from_path(models / "reader_l6.npz")
+    fast = ExtractiveReader.from_path(models / "reader_l3.npz")
+    pro = ExtractiveReader.from_path(models / "reader_l6.npz")
     exact = pro.answer(QUESTION, CONTEXTS)
     assert exact.text == "Denver Broncos" and exact.stages == (("reader_l6", exact.confidence),)
     c = fast.answer(QUESTION, CONTEXTS).confidence

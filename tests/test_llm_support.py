@@ -25,7 +25,7 @@ QUESTION = "Who won Super Bowl 50?"
 def tiny_gpt2(seed: int = 0) -> Path:
     """Folder of a 2-layer, 32-wide GPT-2 (random weights of `seed`, no EOS so
     decoding runs to max_new_tokens)."""
-    from frontends.components.llm.tiny import build_tiny_causal_lm
+    from tests.tiny_models import build_tiny_causal_lm
 
     path = Path(tempfile.mkdtemp(prefix=f"tiny-gpt2-{seed}-"))
     atexit.register(shutil.rmtree, path, ignore_errors=True)
@@ -40,10 +40,21 @@ def causal(seed: int = 0):
 
 
 @lru_cache(maxsize=None)
+def untrained_reader_file(seed: int = 0) -> Path:
+    """The untrained 2-layer reader's `.npz` (`tests/tiny_models.py`)."""
+    from tests.tiny_models import save_untrained_reader
+
+    path = Path(tempfile.mkdtemp(prefix=f"untrained-reader-{seed}-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return save_untrained_reader(path / "reader.npz", layers=2, seed=seed)
+
+
+@lru_cache(maxsize=None)
 def untrained_reader(seed: int = 0):
     from frontends.components.llm.reader import ExtractiveReader
+    from tests.tiny_models import UNTRAINED
 
-    return ExtractiveReader.untrained_for_plumbing_tests(layers=2, seed=seed)
+    return ExtractiveReader.from_path(untrained_reader_file(seed), name=f"minilm-l2-s{seed}-{UNTRAINED}")
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -180,7 +180,7 @@ WRITES = """
   func.func @h(%x: f64) -> f64 {
     %y = func.call @bump(%x) : (f64) -> f64
     return %y : f64
-  }"""
+  }"""  # noqa: E501 (MLIR text)
 EXTERNAL = """
   func.func private @log_value(f64) -> ()
   func.func @h(%x: f64) -> f64 {

@@ -1,4 +1,4 @@
-"""Issue 7 item 5, no injection: hostile symbol names, string attributes, locations and
+"""No injection: hostile symbol names, string attributes, locations and
 Python strings run as data or fail with one clear error, never as code (a canary
 file / builtins flag that their payloads would set stays unset); the generated
 Python holds no text of the IR (checked on its AST); and the repository has no
@@ -141,8 +141,9 @@ def test_generated_python_of_a_decorated_function_holds_no_source_text(canary, t
 def test_non_ascii_strings_read_back_as_strings():
     """xDSL printed "é" as bytes and read them back as a bytes literal: a decorated function
     with a non-ASCII string constant failed to verify."""
-    from approx_dialect.context import parse_module, print_module
     from xdsl.dialects.builtin import StringAttr
+
+    from approx_dialect.context import parse_module, print_module
 
     assert H.run_mlir("é\u2028😀") == "data"
     text = print_module(parse_module(H.mlir_text("naïve — “quoted”")))

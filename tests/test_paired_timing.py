@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from approx_opt.config import KnobSpec
 from autotuner.measure import Measurer, bootstrap_ratio
+from passes.knobs import KnobSpec
 
 
 class SlowProgram:

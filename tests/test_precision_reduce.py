@@ -155,7 +155,7 @@ TORCH_LINALG = """
       linalg.yield %5 : f64
     } -> tensor<4x3xf64>
     return %4 : tensor<4x3xf64>
-  }"""
+  }"""  # noqa: E501 (MLIR text)
 
 
 @pytest.mark.parametrize("k, rtol", [(0, 0), (1, 1e-5), (2, 2e-2)])

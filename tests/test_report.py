@@ -83,8 +83,9 @@ def test_report_files(tmp_path):
     assert {p.name for p in out.iterdir()} == {"index.html", "pareto.png", "pareto.svg", "summary.md", "front.json"}
 
     md = (out / "summary.md").read_text()
-    rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): [c.strip() for c in line.strip("|").split("|")[2:]]
-            for line in md.splitlines() if line.startswith("| static") or line.startswith("| dynamic")}
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in md.splitlines()
+             if line.startswith("| static") or line.startswith("| dynamic")]
+    rows = {tuple(c[:2]): c[2:] for c in cells}
     assert rows[("static", "tuning")] == ["1.60x", "2.40x", "2.40x", "3.90x"]
     assert rows[("static", "evaluation")] == ["1.00x", "2.30x", "2.30x", "2.30x"]
     assert rows[("dynamic", "evaluation")] == ["1.85x", "1.85x", "3.00x", "4.40x"]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner.program import exact_config
+from approx_opt.program import exact_config
 from examples.squad import paragraphs, questions
 from frontends.components.retrieval import Bm25Index, Bm25Retriever, bm25_scores, top_k
 from frontends.components.retrieval.text import stem, tokenize

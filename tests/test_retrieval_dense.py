@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner.program import exact_config
+from approx_opt.program import exact_config
 from examples.squad import paragraphs, questions
 from frontends.components.retrieval import DenseRetriever, MiniLMEncoder, corpus_embeddings, recall_at_k, top_k
 

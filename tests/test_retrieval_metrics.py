@@ -13,7 +13,7 @@ from frontends.components.retrieval.metrics import rbo, recall_at_k
 def rbo_by_definition(a, b, p=0.95) -> float:
     """Eq. 32 term by term, overlaps X_d recomputed from sets at each depth."""
     s_list, l_list = (a, b) if len(a) <= len(b) else (b, a)
-    s, l = len(s_list), len(l_list)
+    s, l = len(s_list), len(l_list)  # noqa: E741 (the paper's notation)
     x = {d: len(set(s_list[:d]) & set(l_list[:d])) for d in range(1, l + 1)}
     total = sum(x[d] / d * p**d for d in range(1, l + 1))
     total += sum(x[s] * (d - s) / (s * d) * p**d for d in range(s + 1, l + 1))

@@ -74,7 +74,8 @@ def test_static_substitution_calls_approx_f_k(k, want):
 
 @pytest.mark.parametrize("n, want", [(0, 9.0), (2, 9.0), (3, 4.0), (6, 4.0), (7, 5.0), (50, 5.0)])
 def test_dynamic_substitution_follows_the_ladder(n, want):
-    text = module(SQUARE, CONVERT, decision_tree("f", "func_substitute", "state", [3, 7], [0, 1, 2], state_indices=(1,)))
+    text = module(SQUARE, CONVERT,
+                  decision_tree("f", "func_substitute", "state", [3, 7], [0, 1, 2], state_indices=(1,)))
     assert jit(text).fn("f")(3.0, n) == want
 
 
@@ -97,7 +98,8 @@ TRY = """
 
 @pytest.mark.parametrize("recover, checker", [("fallback", "small"), ("@fallback", "@small")])
 def test_try_keeps_good_results_and_recovers_bad_ones(recover, checker):
-    ann = f'"approx.util.annotation.try"() <{{func_name = "f", recover = "{recover}", checker = "{checker}"}}> : () -> ()'
+    ann = ('"approx.util.annotation.try"() '
+           f'<{{func_name = "f", recover = "{recover}", checker = "{checker}"}}> : () -> ()')
     fn = jit(module(TRY, ann)).fn("f")
     assert fn(3.0) == 9.0
     assert fn(9.99) == pytest.approx(99.8001)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.main import list_knobs
+from approx_opt.program import exact_config
 from autotuner.results import TuningResult
 from examples import squad
-from approx_opt.main import list_knobs
-from autotuner.program import exact_config
 from examples.systems import common, rag_bm25, rag_dense
 
 DATA = Path(__file__).parent / "data"

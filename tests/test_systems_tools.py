@@ -17,8 +17,8 @@ import pytest
 from approx_opt.main import list_knobs
 from examples.systems.tools_agent import ToolsAgentProgram, string_load
 from examples.systems.tools_components import ItemTools
-from examples.systems.tools_fill import fill_scored
 from examples.systems.tools_data import DEV_FRACTION, ast_match, dev_items, query_of, split
+from examples.systems.tools_fill import fill_scored
 from examples.systems.tools_text import analyse
 from frontends.components.tools import KeywordTriage, load_bfcl
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)

@@ -33,7 +33,8 @@ class MLP(torch.nn.Module):
 class ConvBlock(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv, self.bn, self.fc = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.Linear(4, 2)
+        self.conv, self.bn = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+        self.fc = torch.nn.Linear(4, 2)
 
     def forward(self, x):
         y = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
@@ -181,7 +182,7 @@ func.func @mm(%a: tensor<7x33xf64>, %b: tensor<33x17xf64>, %c: tensor<3x7x5xf64>
   %r2 = linalg.batch_matmul ins(%c, %d : tensor<3x7x5xf64>, tensor<3x5x9xf64>) outs(%f2 : tensor<3x7x9xf64>) -> tensor<3x7x9xf64>
   return %r, %r2 : tensor<7x17xf64>, tensor<3x7x9xf64>
 }
-"""
+"""  # noqa: E501 (MLIR text)
 
 
 def test_loop_reordering_is_bit_identical():
@@ -240,7 +241,8 @@ class FFT(torch.nn.Module):
 
 def test_unsupported_ops_are_named():
     x = torch.randn(3, 4)
-    with pytest.raises(ApproxError, match=r"test_torch_frontend.py:\d+: error: Sorts: .*tm_tensor.sort.*unsupported op"):
+    want = r"test_torch_frontend.py:\d+: error: Sorts: .*tm_tensor.sort.*unsupported op"
+    with pytest.raises(ApproxError, match=want):
         TorchProgram(Sorts(), [x])
     with pytest.raises(ApproxError, match=r"cannot lower torch.aten.fft_fft to linalg-on-tensors"):
         import_torch(FFT(), x)

@@ -154,7 +154,7 @@ func.func @g(%x: i32 {my.flag}, %n: index) -> (i32 {my.res = 1 : i32}) attribute
       func_name = "h"  // the annotated function
   }>   : () -> ()
 }) : () -> ()
-""",
+""",  # noqa: E501 (MLIR text)
     "blocks and successors": """
 func.func @cfg(%c: i1, %x: i32) -> i32 {
   "cf.cond_br"(%c, %x) [^bb1, ^bb2] <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (i1, i32) -> ()
@@ -277,7 +277,8 @@ DECLINED = {
         "func.func @f(%n: index) -> index {\n  %0 = arith.maxui %n, %n : index\n  return %0 : index\n}\n",
         "custom form is not known",
     ),
-    "explicit location": ('"approx.transform"() <{transform_type = "loop_perforate", knob_val = 1 : i32}> : () -> () loc("x.mlir":1:1)\n', "loc("),
+    "explicit location": ('"approx.transform"() <{transform_type = "loop_perforate", knob_val = 1 : i32}> : () -> () '
+                          'loc("x.mlir":1:1)\n', "loc("),
     "named block": ('func.func @f() {\n  cf.br ^next\n^next:\n  return\n}\n', "^n"),
     "memref memory space": ("func.func @f(%m: memref<4xf32, 1>) {\n  return\n}\n", "memref<"),
     "string escape": ('"approx.util.annotation.knob"() <{func_name = "a\\0Ab"}> : () -> ()\n', "\\"),

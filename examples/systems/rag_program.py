@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from autotuner.program import exact_config
+from approx_opt.program import exact_config
 from examples.systems.common import TimeUp, is_exact
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune

@@ -1,4 +1,4 @@
-"""LLM + tools (issue 6): a tool-calling agent on BFCL v4 (simple_python,
+"""LLM + tools: a tool-calling agent on BFCL v4 (simple_python,
 multiple, parallel), one decorated Python program with knobs on every component.
 
 The agent routes the request to one of the item's functions (MiniLM embedding
@@ -42,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from examples.systems.tools_cues import params_of
 from examples.systems.tools_data import (
     CATEGORIES,
     ToolQuery,
@@ -51,7 +52,6 @@ from examples.systems.tools_data import (
     query_of,
     split,
 )
-from examples.systems.tools_cues import params_of
 from frontends import DecisionTree, Knob
 from frontends.components.tools import load_bfcl
 
@@ -154,8 +154,14 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import tune
     from examples.systems.common import one_thread
-    from examples.systems.tuning import (explain_levels, front_gaps, held_out_speedup, level_points,
-                                         record_how_to_verify, search_static_then_dynamic)
+    from examples.systems.tuning import (
+        explain_levels,
+        front_gaps,
+        held_out_speedup,
+        level_points,
+        record_how_to_verify,
+        search_static_then_dynamic,
+    )
 
     one_thread()
     start = time.perf_counter()
@@ -175,7 +181,8 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done.values())),
                   study_name="tools", **{**common, "repeats": EVAL_REPEATS})
     record_how_to_verify(result, "examples.systems.tools_agent:program", "examples.systems.tools_agent:ast_match",
-                         {"inputs": "examples.systems.tools_agent:held_out", "kwargs": {"n_tune": n_tune, "seed": seed}})
+                         {"inputs": "examples.systems.tools_agent:held_out",
+                          "kwargs": {"n_tune": n_tune, "seed": seed}})
     if ablate_levels:
         explain_levels(result, program, eval_in[:n_tune], eval_items[:n_tune], ast_match, ablate_levels)
     result.save(out / "result.json")

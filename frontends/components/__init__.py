@@ -1,1 +1,1 @@
-"""Component frontends (issue 4): retrieval, and the LLM / tool components beside it."""
+"""Component frontends: retrieval, and the LLM / tool components beside it."""

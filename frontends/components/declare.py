@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import (
-    BFloat16Type, Float16Type, Float32Type, IntegerAttr, StringAttr, SymbolRefAttr, UnitAttr, i64,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+    i64,
 )
 from xdsl.ir import Attribute, SSAValue
 

@@ -2,10 +2,17 @@
 rewrites the region the `approx.transform` stands in for its knob value (0 = exact,
 nothing changes). `REWRITES` is what transform-approx dispatches on."""
 
-from passes.transformations import func_substitute, loop_perforate, task_skipping
-from passes.transformations import precision_reduce
-from passes.transformations import memoize, param
-from passes.transformations import cascade, loop_perforate_modes, loop_truncate
+from passes.transformations import (
+    cascade,
+    func_substitute,
+    loop_perforate,
+    loop_perforate_modes,
+    loop_truncate,
+    memoize,
+    param,
+    precision_reduce,
+    task_skipping,
+)
 
 REWRITES = {
     "loop_perforate": loop_perforate.apply,

@@ -21,7 +21,7 @@ from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Block, Region, SSAValue
 
 from approx_dialect import KnobOp, TransformOp, symbol_name
-from approx_dialect.cascade import CASCADE, AnnotationCascadeOp, variant_name
+from approx_dialect.cascade import CASCADE, AnnotationCascadeOp, decode, variant_name
 from approx_dialect.diagnostics import ApproxError
 from passes.ir_utils import ModuleSymbols, parent_func
 
@@ -35,13 +35,6 @@ def cascade_of(symbols: ModuleSymbols, fname: str, transform: TransformOp) -> An
         "confidence function and thresholds",
         transform,
     )
-
-
-def decode(k: int, variants: int, n_thresholds: int) -> tuple[int, int] | None:
-    """Knob -> (first variant 1..V, threshold index 0..T-1); None for k = 0 (exact)."""
-    if k == 0:
-        return None
-    return (k - 1) // n_thresholds + 1, (k - 1) % n_thresholds
 
 
 def _arguments(transform: TransformOp) -> list[SSAValue]:

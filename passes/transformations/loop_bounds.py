@@ -6,8 +6,10 @@ Everything is computed at run time with arith ops in the loop's own bound type
 
 from __future__ import annotations
 
+from typing import cast
+
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerAttr, i64
+from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerAttr, IntegerType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 
@@ -35,7 +37,7 @@ class Emitter:
 
 def type_max(t: Attribute) -> int:
     """Largest signed value of a loop bound type (index is 64-bit on every target here)."""
-    return 2**63 - 1 if isinstance(t, IndexType) else max(1, 2 ** (t.width.data - 1) - 1)
+    return 2**63 - 1 if isinstance(t, IndexType) else max(1, 2 ** (cast(IntegerType, t).width.data - 1) - 1)
 
 
 def knob_const(emit: Emitter, k: int, t: Attribute) -> SSAValue:

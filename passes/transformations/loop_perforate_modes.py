@@ -64,7 +64,8 @@ def skip_every_kth(loop: scf.ForOp, k: int, kc: SSAValue, blocks: SSAValue) -> N
     else:
         end = arith.AddiOp(start, emit(arith.MuliOp(loop.step, emit.const(k - 1, t))))
         inner_block = Block(arg_types=[t, *[a.type for a in loop.iter_args]])
-        inner_block.add_op(scf.YieldOp(*_clone_body(body, inner_block.args[0], list(inner_block.args[1:]), inner_block)))
+        cloned = _clone_body(body, inner_block.args[0], list(inner_block.args[1:]), inner_block)
+        inner_block.add_op(scf.YieldOp(*cloned))
         inner = scf.ForOp(start, end, loop.step, carried, Region(inner_block))
         inner.location = loop.location
         outer_block.add_ops([end, inner])

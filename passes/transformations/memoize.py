@@ -188,7 +188,8 @@ def slot_index(emit: _Emitter, words: list[SSAValue]) -> SSAValue:
 
 
 def _fresh_base(module: ModuleOp, fname: str) -> str:
-    taken = {op.properties["sym_name"].data for op in module.ops if isinstance(op.properties.get("sym_name"), StringAttr)}
+    taken = {op.properties["sym_name"].data for op in module.ops
+             if isinstance(op.properties.get("sym_name"), StringAttr)}
     taken |= {op.sym_name.data for op in module.ops if isinstance(op, FuncOp)}
     n = 0
     while any(name.startswith(f"__approx_memo_{fname}_{n}_") for name in taken):

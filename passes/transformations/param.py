@@ -13,7 +13,7 @@ operand (k = 0, exact).
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, IndexType, ModuleOp
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Operation
 
 from approx_dialect import TransformOp, symbol_name

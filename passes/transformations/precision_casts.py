@@ -16,8 +16,6 @@ vectorisable ops. Tensors of f64 get the same sequence in an elementwise
 from __future__ import annotations
 
 from xdsl.dialects import arith, math, tensor
-from xdsl.dialects.linalg.attrs import IteratorTypeAttr
-from xdsl.dialects.linalg.ops import GenericOp, YieldOp
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     Float16Type,
@@ -28,6 +26,8 @@ from xdsl.dialects.builtin import (
     TensorType,
     i32,
 )
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.dialects.linalg.ops import GenericOp, YieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 

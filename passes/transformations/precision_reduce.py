@@ -25,6 +25,8 @@ f64; the arithmetic inside them is still reduced, with conversions around it.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
@@ -95,7 +97,7 @@ def convertible(op: Operation, converted: set[Operation]) -> bool:
     if name in _SHAPE_ONLY or not _touches_f64(op):
         return False
     if name == "arith.constant":
-        return isinstance(op.value, FloatAttr | DenseIntOrFPElementsAttr)
+        return isinstance(op.properties.get("value"), FloatAttr | DenseIntOrFPElementsAttr)
     if name in _ARITH or name.startswith("math."):
         return True
     if isinstance(op, _SCF_WITH_RESULTS):
@@ -134,7 +136,7 @@ def _round_constant(op: arith.ConstantOp, low: Attribute, dtype: type) -> None:
         if isinstance(value, FloatAttr):
             op.properties["value"] = FloatAttr(float(dtype(value.value.data)), low)
             return
-        data = np.frombuffer(value.data.data, "<f8").astype(dtype).tobytes()
+        data = np.frombuffer(cast(Any, value).data.data, "<f8").astype(dtype).tobytes()
     new_type = lower_of(value.type, low)
     op.properties["value"] = DenseIntOrFPElementsAttr(new_type, BytesAttr(data))
 

@@ -20,6 +20,7 @@ def branches(op: Operation, path: tuple[Region, ...] = ()) -> list[tuple[Region,
     region that holds another if/switch contributes that op's branches."""
     if isinstance(op, scf.IndexSwitchOp):
         return [(*path, r) for r in (*op.case_regions, op.default_region)]
+    assert isinstance(op, scf.IfOp)
     found = [(*path, op.true_region)]
     else_region = op.false_region
     if else_region.blocks:

@@ -160,7 +160,8 @@ def pipelines(draw) -> str:
     items = []
     for _ in range(draw(st.integers(0, 7))):
         name = draw(st.one_of(st.sampled_from(PASS_NAMES), st.sampled_from(
-            ["", "no-such-pass", "builtin.module", "func.func", "canonicalize", "cse", "dce", "emit_approx", "é", " "])))
+            ["", "no-such-pass", "builtin.module", "func.func", "canonicalize", "cse", "dce", "emit_approx",
+             "é", " "])))
         if draw(st.integers(0, 3)) == 0:
             opts = draw(st.lists(st.tuples(st.sampled_from(["opt", "x", "knob-val", "", "a b", "{"]),
                                            st.sampled_from(["1", "true", "", "x", "{}", "[1,2]", "'q'", '"q"', "é"])),

@@ -113,7 +113,8 @@ def attr_values(funcs: list[str]) -> st.SearchStrategy[str]:
 def _attr_values(names: tuple[str, ...]) -> st.SearchStrategy[str]:
     return st.one_of(
         ints().map(lambda n: f"{n} : i32"),
-        st.tuples(ints(), st.sampled_from(["i64", "i1", "index", "i8", "si32", "ui32"])).map(lambda t: f"{t[0]} : {t[1]}"),
+        st.tuples(ints(), st.sampled_from(["i64", "i1", "index", "i8", "si32", "ui32"]))
+        .map(lambda t: f"{t[0]} : {t[1]}"),
         st.sampled_from(INTERESTING_FLOATS).map(lambda f: f"{f} : f64"),
         st.sampled_from(names).map(lambda f: f'"{f}"'),
         st.sampled_from(names).map(lambda f: f'"@{f}"'),

@@ -1,6 +1,6 @@
 """Run one fuzz `Case` through approx-opt and judge the outcome.
 
-The contract (issue 7): every input ends in output with exit code 0, or in ONE
+The contract: every input ends in output with exit code 0, or in ONE
 clear error line with exit code 1: no traceback, no `internal error` (a bug of
 ours caught by the last-resort handler), no hang over 5 s, no crash of the
 interpreter. `run_in_process` calls `approx_opt.main.main()` (fast, an alarm

@@ -12,7 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.gen_module import generate
-from tests.fuzz.inputs import Case, config_cases, deep_cases, mlir_cases, pipeline_cases, python_cases, size_cases, split_cases
+from tests.fuzz.inputs import (
+    Case,
+    config_cases,
+    deep_cases,
+    mlir_cases,
+    pipeline_cases,
+    python_cases,
+    size_cases,
+    split_cases,
+)
 from tests.fuzz.kernels import generated_cases
 from tests.fuzz.oracle import run_in_process, run_in_subprocess
 

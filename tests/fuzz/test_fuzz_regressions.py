@@ -14,7 +14,8 @@ from approx_opt.driver import run_pipeline
 from tests.fuzz.inputs import Case
 from tests.fuzz.oracle import run_in_process, run_in_subprocess
 
-TRANSFORM = '"approx.util.annotation.transform"() <{{func_name = "f", transform_type = "loop_perforate", knob_val = {} }}> : () -> ()'
+TRANSFORM = ('"approx.util.annotation.transform"() '
+             '<{{func_name = "f", transform_type = "loop_perforate", knob_val = {} }}> : () -> ()')
 F = "func.func @f(%n: index) {\n  return\n}\n"
 
 
@@ -85,7 +86,8 @@ def test_malformed_config_values_are_clear_errors(config, fragment):
 def test_ladder_config_with_non_list_thresholds():
     from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module
 
-    text = module(STATE_OF_N, SUM_LOOP, decision_tree("sum", "loop_perforate", "state", [5], [0, 2], state_indices=(1,)))
+    text = module(STATE_OF_N, SUM_LOOP,
+                  decision_tree("sum", "loop_perforate", "state", [5], [0, 2], state_indices=(1,)))
     err = one_error(text, config='{"sum": {"thresholds": 7, "decisions": [0, 2]}}')
     assert "thresholds must be a list of integers" in err
 

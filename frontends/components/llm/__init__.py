@@ -11,8 +11,8 @@ from frontends.components.llm.base import (
     AnswerModel,
     build_prompt,
     limit_contexts,
-    select_sentences,
     parse_prompt,
+    select_sentences,
 )
 
 __all__ = [

@@ -90,7 +90,8 @@ def check_answer(ans, name: str) -> None:
         why = f"{type(ans).__name__} instead of an Answer"
     elif not isinstance(ans.text, str):
         why = f"answer text is {type(ans.text).__name__} {ans.text!r:.60}, not a string"
-    elif ans.confidence is not None and (isinstance(ans.confidence, bool) or not isinstance(ans.confidence, numbers.Real)
+    elif ans.confidence is not None and (isinstance(ans.confidence, bool)
+                                         or not isinstance(ans.confidence, numbers.Real)
                                          or not 0.0 <= ans.confidence <= 1.0 + 1e-6):  # float rounding of exp(log p)
         why = f"confidence {ans.confidence!r:.60} is not a number in [0, 1]"
     else:

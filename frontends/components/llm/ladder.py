@@ -1,7 +1,7 @@
 """Model ladders: substitution by index, the confidence cascade, and the fallback.
 
 `Cascade` has exactly the semantics of the `cascade` transformation
-(docs/cascade.md; knob decoding shared with `passes.transformations.cascade.decode`):
+(docs/cascade.md; knob decoding shared with `approx_dialect.cascade.decode`):
 variants 1..V (cheapest first), then the exact model; knob k = 0 asks the exact
 model only; k in 1..V*T starts at variant s = (k-1) // T + 1 and accepts a
 variant's answer when confidence >= thresholds[(k-1) % T] (a confidence equal to
@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from approx_dialect.cascade import decode
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import Answer, AnswerModel
-from passes.transformations.cascade import decode
 
 
 def _confidence_of(answer: Answer) -> float | None:

@@ -4,8 +4,9 @@ client: vLLM, llama.cpp's server, a hosted API, or `serve.py` here.
 Every request has a timeout (in all, not per read) and no retries (the cascade / Fallback decides what
 to do next, not the client), and every failure is one ApproxError line naming
 the endpoint: unreachable, too slow, an HTTP error status, malformed JSON, or an
-answer without choices, text or sane log-probabilities. Confidence comes from token log-probabilities when the server returns
-them (exp of their mean, as for local models), else None."""
+answer without choices, text or sane log-probabilities. Confidence comes from token
+log-probabilities when the server returns them (exp of their mean, as for local
+models), else None."""
 
 from __future__ import annotations
 

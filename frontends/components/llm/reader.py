@@ -20,11 +20,7 @@ import torch
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel
-from frontends.components.llm.span_model import (
-    load_span_model,
-    minilm_dir,
-    untrained_span_model_for_plumbing_tests,
-)
+from frontends.components.llm.span_model import load_span_model, minilm_dir
 
 MAX_LENGTH, STRIDE, MAX_ANSWER_TOKENS = 256, 64, 30
 
@@ -52,12 +48,6 @@ class ExtractiveReader(AnswerModel):
     def from_path(cls, path: str | Path, name: str | None = None, **kw) -> ExtractiveReader:
         """A trained reader from its `.npz` (adapters + head; `span_model.py`)."""
         return cls(load_span_model(path), name=name or Path(path).stem, **kw)
-
-    @classmethod
-    def untrained_for_plumbing_tests(cls, layers: int = 2, seed: int = 0, **kw) -> ExtractiveReader:
-        """UNTRAINED head (meaningless answers): tests of the plumbing only."""
-        return cls(untrained_span_model_for_plumbing_tests(layers, seed),
-                   name=f"minilm-l{layers}-s{seed}-UNTRAINED-plumbing-only", **kw)
 
     def with_precision(self, precision: str) -> ExtractiveReader:
         if precision not in PRECISIONS:

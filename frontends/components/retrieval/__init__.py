@@ -1,4 +1,4 @@
-"""Retrieval components (issue 4): BM25 and MiniLM dense retrieval whose scoring
+"""Retrieval components: BM25 and MiniLM dense retrieval whose scoring
 kernels are ApproxMLIR-annotated MLIR, JIT-compiled, and tunable as `Program`s;
 plus the ranking measures (RBO, recall@k) the tuner scores them with."""
 

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import KnobSpec
-from autotuner.program import MlirProgram
+from approx_opt.program import MlirProgram
 from frontends.components.retrieval.bm25_index import Bm25Index, bm25_scores
 from frontends.components.retrieval.kernels import bm25_module
 from frontends.components.retrieval.ranking import Hits, check_top_k, guarded_search, run_topk_kernel
 from frontends.components.retrieval.text import LEVELS, tokenize
+from passes.knobs import KnobSpec
 
 PREPROCESS = "preprocess"
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.config import KnobSpec
-from autotuner.program import MlirProgram
+from approx_opt.program import MlirProgram
 from frontends.components.retrieval.encoder import DIM, MiniLMEncoder, corpus_embeddings
 from frontends.components.retrieval.kernels import dense_module
 from frontends.components.retrieval.ranking import Hits, check_top_k, guarded_search, run_topk_kernel
+from passes.knobs import KnobSpec
 
 
 class DenseSearch:

@@ -55,7 +55,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         params[m.group(1)] = " ".join(m.group(2).split())
     section = re.search(r"^(?:Args|Arguments|Parameters):\s*\n((?:[ \t]+.*\n?|\n)+)", doc, re.M)
     if section:
-        current = None
+        current, indent = None, 0
         for line in section.group(1).splitlines():
             m = re.match(r"^\s{1,8}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line)
             if m and (current is None or len(line) - len(line.lstrip()) <= indent):

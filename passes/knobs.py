@@ -30,16 +30,12 @@ from approx_dialect import (
 )
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.ops import i32_array
+from approx_dialect.transform_types import TRANSFORM_TYPES
 
-# Knob values tried for a static `transform` annotation (which declares no list).
+# Knob values tried for a static `transform` annotation (which declares no list): a column
+# of the table of transform types.
 DEFAULT_VALUES: dict[str, tuple[int, ...]] = {
-    "loop_perforate": (0, 2, 3, 4, 8),
-    "loop_truncate": (0, 2, 3, 4, 8),
-    "loop_perforate_modulo": (0, 2, 3, 4, 8),
-    "loop_perforate_rescale": (0, 2, 3, 4, 8),
-    "loop_perforate_modulo_rescale": (0, 2, 3, 4, 8),
-    "precision_reduce": (0, 1, 2),
-    "memoize": (0, 16, 28, 34, 40, 46),
+    t.name: t.default_values for t in TRANSFORM_TYPES.values() if t.default_values
 }
 
 
@@ -63,7 +59,8 @@ class KnobSpec:
         return pick(self.lowers, -(2**31)), pick(self.uppers, 2**31 - 1)
 
 
-def _annotations(module: ModuleOp):
+def knob_annotations(module: ModuleOp):
+    """The annotations that are knobs, in module order (one knob each)."""
     kinds = {"approx.util.annotation.transform", "approx.util.annotation.decision_tree",
              "approx.util.annotation.decision_tree_multi", "approx.util.annotation.component"}
     return [op for op in module.ops if op.name in kinds]
@@ -88,8 +85,8 @@ def _values_for_static(module: ModuleOp, ann) -> tuple[int, ...]:
             if op.name == "approx.util.annotation.cascade" and symbol_name(op.func_name.data) == fname:
                 return tuple(range(op.variants.value.data * len(op.threshold_values) + 1))
     if t == "task_skipping":
-        from passes.transformations.task_skipping import BRANCHING, branches
         from passes.ir_utils import ModuleSymbols, first_in_region
+        from passes.transformations.task_skipping import BRANCHING, branches
 
         func = ModuleSymbols(module).get(fname)
         root = first_in_region(func.body, BRANCHING) if func is not None else None
@@ -120,7 +117,7 @@ def knob_specs(module: ModuleOp) -> list[KnobSpec]:
     component knob is `<component>.<parameter>`)."""
     specs: list[KnobSpec] = []
     seen: dict[str, int] = {}
-    for ann in _annotations(module):
+    for ann in knob_annotations(module):
         fname = symbol_name(ann.func_name.data)
         if isinstance(ann, AnnotationComponentOp):
             if ann.decided is not None:
@@ -184,7 +181,8 @@ def apply_config(module: ModuleOp, config: dict[str, dict]) -> ModuleOp:
     """Set the annotations of `module` (in place) to `config`; unknown knobs and
     values outside a knob's range are errors."""
     specs = {s.name: s for s in knob_specs(module)}
-    listed = [a for a in _annotations(module) if not (isinstance(a, AnnotationComponentOp) and a.decided is not None)]
+    listed = [a for a in knob_annotations(module)
+              if not (isinstance(a, AnnotationComponentOp) and a.decided is not None)]
     anns = dict(zip([s.name for s in knob_specs(module)], listed))
     for name, setting in config.items():
         if name not in specs:

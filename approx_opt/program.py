@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from approx_dialect.context import parse_module
-from approx_opt.config import KnobSpec, knob_specs
 from approx_opt.driver import run_pipeline
+from passes.knobs import KnobSpec, knob_specs
 
 
 class Program(Protocol):
@@ -51,11 +51,11 @@ class MlirProgram:
     def tree_features(self) -> dict[str, list[int]]:
         """Knob name -> `tree_features` of each multi-feature tree (its structure,
         which the tuner keeps while it tunes thresholds and leaf decisions)."""
-        from approx_opt.config import _annotations
+        from passes.knobs import knob_annotations
 
         module = parse_module(self.text, self.filename)
         return {s.name: list(a.tree_features.get_values())
-                for s, a in zip(knob_specs(module), _annotations(module)) if s.kind == "tree"}
+                for s, a in zip(knob_specs(module), knob_annotations(module)) if s.kind == "tree"}
 
 
 def exact_config(program: Program) -> dict[str, dict]:

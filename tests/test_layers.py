@@ -1,0 +1,77 @@
+"""The layers, checked on the source: the dialect and the passes import nothing above
+them, and the examples and benchmarks use only public names of the toolchain."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOLCHAIN = ("approx_dialect", "passes", "approx_opt", "frontends", "autotuner")
+
+
+def imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of every import in the file, function-level ones included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module, [a.name for a in node.names]))
+    return found
+
+
+def sources(*folders: str) -> list[Path]:
+    return sorted(p for f in folders for p in (ROOT / f).rglob("*.py"))
+
+
+# what each package may not import: the layers, bottom up (the docstring of each package says the same)
+BELOW = {
+    "approx_dialect": ("passes", "approx_opt", "frontends", "autotuner", "examples", "bench"),
+    "passes": ("approx_opt", "frontends", "autotuner", "examples", "bench"),
+    "frontends": ("autotuner", "examples", "bench"),
+}
+
+
+@pytest.mark.parametrize("package", sorted(BELOW))
+def test_a_layer_imports_nothing_above_it(package):
+    bad = [f"{p.relative_to(ROOT)}:{line}: {module}" for p in sources(package)
+           for line, module, _ in imports(p) if module.split(".")[0] in BELOW[package]]
+    assert not bad, "\n".join(bad)
+
+
+def private_uses(path: Path) -> list[str]:
+    """Private (`_`-prefixed) names of the toolchain that `path` imports or reaches
+    through an imported toolchain module (`module._name`)."""
+    tree = ast.parse(path.read_text(), str(path))
+    bad, modules = [], set()
+    for line, module, names in imports(path):
+        if module.split(".")[0] not in TOOLCHAIN:
+            continue
+        if any(part.startswith("_") and part != "__init__" for part in module.split(".")):
+            bad.append(f"{line}: {module}")
+        for name in names:
+            if name.startswith("_"):
+                bad.append(f"{line}: {module}.{name}")
+            modules.add(name)
+        if not names:
+            modules.add(module.split(".")[0])
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name) and node.value.id in modules):
+            bad.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [f"{shown}:{b}" for b in bad]
+
+
+def test_examples_and_benchmarks_use_public_names_only():
+    bad = [b for p in sources("examples", "bench") for b in private_uses(p)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_private_name_check_finds_one(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from autotuner.results import _safe_url\nfrom autotuner import study\nstudy._check\n")
+    assert [b.split(":", 1)[1] for b in private_uses(probe)] == ["1: autotuner.results._safe_url", "3: study._check"]
