@@ -25,7 +25,7 @@ demo: install
 	$(PY) -m examples.demo
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
 bench: install

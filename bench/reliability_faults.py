@@ -127,7 +127,8 @@ def tool_faults(t: Tally, rounds: int) -> None:
             args = {"amount": float(i), "rate": 1.17}
             t.alone(kind, f"tool convert (substitute {sub})", lambda: reg.call("convert", args, sub))
             before = tools.stats["fallbacks"]
-            t.guarded(kind, lambda: tools.call("convert", args, substitute=sub), i * 1.17, before, lambda: tools.stats["fallbacks"])
+            t.guarded(kind, lambda: tools.call("convert", args, substitute=sub), i * 1.17, before,
+                      lambda: tools.stats["fallbacks"])
 
 
 def retriever_faults(t: Tally, corpus, qs, rounds: int) -> None:

@@ -7,8 +7,8 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.tools.bfcl import load_bfcl
-from frontends.components.tools.runner import ToolRunner
 from frontends.components.tools.registry import ToolRegistry
+from frontends.components.tools.runner import ToolRunner
 from frontends.components.tools.triage import EmbeddingTriage, KeywordTriage, words
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 

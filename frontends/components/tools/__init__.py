@@ -13,8 +13,8 @@ from frontends.components.tools.bfcl import (
     load_bfcl,
     parse_calls,
 )
-from frontends.components.tools.runner import ToolRunner
 from frontends.components.tools.registry import Tool, ToolRegistry
+from frontends.components.tools.runner import ToolRunner
 from frontends.components.tools.schema import tool_schema
 from frontends.components.tools.triage import EmbeddingTriage, KeywordTriage
 
