@@ -88,7 +88,7 @@ def replay(land, method: str, seed: int, evals: int) -> list[tuple[float, float]
     study = optuna.create_study(directions=["minimize", "maximize"],
                                 sampler=search.TrialSeeded(method, seed, evals, land.budget))
     if method != "random":
-        search.enqueue_seeds(study, space)
+        search.enqueue_seeds(study, space, method)
     order: list[tuple[float, float]] = []
 
     def evaluate(config, n=None):
