@@ -264,8 +264,9 @@ def hypervolume_of_study(study: optuna.Study, budget: float) -> list[float]:
 
 
 def stalled(curve: Sequence[float], patience: int) -> bool:
-    """The hypervolume has not grown over the last `patience` evaluations."""
-    return 0 < patience < len(curve) and curve[-1] <= curve[-1 - patience] * (1 + 1e-12)
+    """The hypervolume has not grown over the last `patience` evaluations (and is not
+    0: a search that has found nothing within the budget yet has not converged)."""
+    return 0 < patience < len(curve) and 0 < curve[-1] <= curve[-1 - patience] * (1 + 1e-12)
 
 
 class TrialFailed(Exception):
