@@ -31,9 +31,11 @@ import math
 
 import numpy as np
 import optuna
+from optuna.distributions import IntDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 
+from autotuner.pareto import pareto_indices
 from autotuner.predictive_model import Design, Posterior, hv_gains, level_index, levels_of
 
 MAX_ENUMERATED = 20_000  # spaces up to this size: every configuration is a candidate
@@ -67,12 +69,13 @@ class PredictiveSampler(BaseSampler):
         names = sorted(search_space)
         choices = [levels_of(search_space[n]) for n in names]
         sizes = [len(c) for c in choices]
+        on_grid = [isinstance(search_space[n], IntDistribution) for n in names]
 
         def levels(trials) -> tuple[np.ndarray, list]:
             """Level indices of the trials that have every parameter, and those trials."""
             rows, kept = [], []
             for t in trials:
-                row = [level_index(choices[k], t.params.get(n)) if n in t.params else None
+                row = [level_index(choices[k], t.params.get(n), on_grid[k]) if n in t.params else None
                        for k, n in enumerate(names)]
                 if None not in row:
                     rows.append(row)
@@ -125,7 +128,8 @@ class PredictiveSampler(BaseSampler):
             cand, gains, l_draw, s_draw = score(np.array(list(itertools.product(*map(range, sizes))),
                                                         dtype=np.int64).reshape(-1, len(sizes)))
         else:
-            anchors = lev[[i for i, t in enumerate(done) if t.values[0] <= self.budget]]
+            feasible = [i for i, t in enumerate(done) if t.values[0] <= self.budget]
+            anchors = lev[[feasible[i] for i in pareto_indices([done[i].values for i in feasible])]]
             pool = np.vstack([self._rng.integers(0, sizes, size=(POOL, len(sizes))), _neighbours(anchors, sizes)])
             cand, gains, l_draw, s_draw = score(np.unique(pool, axis=0))
             if len(cand):

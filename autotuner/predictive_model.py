@@ -44,16 +44,15 @@ def levels_of(dist) -> list | None:
     return sorted({int(min(max(v, dist.low), dist.high)) for v in snapped})
 
 
-def level_index(levels: list, value) -> int | None:
-    """Index of `value` among `levels`; for integers off the grid the nearest (a
-    threshold between two grid values behaves mostly as the nearer)."""
-    try:
+def level_index(levels: list, value, nearest: bool = False) -> int | None:
+    """Index of `value` among `levels`, or None; with `nearest` (an integer range on a
+    grid) the nearest level: a threshold between two grid values behaves mostly as
+    the nearer."""
+    if value in levels:
         return levels.index(value)
-    except ValueError:
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and all(
-                isinstance(v, (int, np.integer)) for v in levels):
-            return int(np.argmin(np.abs(np.asarray(levels) - value)))
-        return None
+    if nearest and isinstance(value, (int, np.integer)):
+        return int(np.argmin(np.abs(np.asarray(levels) - value)))
+    return None
 
 
 class Design:

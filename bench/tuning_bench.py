@@ -126,7 +126,7 @@ def bench_landscape(land, methods, seeds: int = 10) -> dict:
     return rows
 
 
-LABELS = {"nsga2": "NSGA-II + seeds", "predictive": "predictive (additive models) + seeds",
+LABELS = {"nsga2": "NSGA-II + seeds", "predictive": "predictive (Bayesian additive models)",
           "tpe": "TPE + seeds", "gp": "GP (Optuna GPSampler) + seeds", "random": "random search"}
 
 

@@ -87,7 +87,8 @@ def test_wide_threshold_ranges_are_searched_on_a_grid():
     assert len(lin) == GRID_LEVELS and (lin[0], lin[-1]) == (0, 2000) and lin[1] - lin[0] == pytest.approx(133, abs=1)
     assert (log[0], log[-1]) == (1, 1_000_000) and log[-2] / log[-3] == pytest.approx(log[-1] / log[-2], rel=0.01)
     assert levels_of(IntDistribution(1, 4)) == [1, 2, 3, 4]
-    assert level_index(lin, 130) == 1 and level_index(lin, 2000) == len(lin) - 1 and level_index([0, 1], "a") is None
+    assert level_index(lin, 130, nearest=True) == 1 and level_index(lin, 2000) == len(lin) - 1
+    assert level_index([0, 2, 4], 3) is None  # a categorical value outside the searched ones
 
 
 def test_a_dynamic_space_with_wide_thresholds_and_too_many_configurations_is_not_left_to_nsga2():
