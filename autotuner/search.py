@@ -1,7 +1,7 @@
 """The search: an Optuna multi-objective study (minimise QoS loss, maximise
 speedup) under the constraint QoS loss <= budget, with staged evaluation.
 
-- Samplers: predictive (default: additive models of loss and time, expected
+- Samplers: predictive (default: Bayesian additive models of loss and time, expected
   hypervolume gain; `autotuner/predictive.py`), NSGA-II, TPE (multivariate,
   constant liar), GP, random.
   Each trial's sampler is seeded from (seed, index of the trial among those that
@@ -266,8 +266,9 @@ def hypervolume_of_study(study: optuna.Study, budget: float) -> list[float]:
 
 
 def stalled(curve: Sequence[float], patience: int) -> bool:
-    """The hypervolume has not grown over the last `patience` evaluations."""
-    return 0 < patience < len(curve) and curve[-1] <= curve[-1 - patience] * (1 + 1e-12)
+    """The hypervolume has not grown over the last `patience` evaluations (and is not
+    0: a search that has found nothing within the budget yet has not converged)."""
+    return 0 < patience < len(curve) and 0 < curve[-1] <= curve[-1 - patience] * (1 + 1e-12)
 
 
 class TrialFailed(Exception):
@@ -404,14 +405,17 @@ def optimize(study: optuna.Study, objective: Objective, n_trials: int, space_siz
                    gc_after_trial=False, show_progress_bar=False)
 
 
-def enqueue_seeds(study: optuna.Study, space: SearchSpace) -> int:
+def enqueue_seeds(study: optuna.Study, space: SearchSpace, sampler: str = DEFAULT_SAMPLER) -> int:
     """On a new study (no trials but reused measurements): queue the exact configuration
-    and each knob alone at its middle value (`SearchSpace.seeds`), those not measured yet."""
+    and each knob alone at its middle value (`SearchSpace.seeds`), those not measured yet.
+    The predictive sampler gets the exact one only: it measures each knob alone itself,
+    between its own proposals (`autotuner.predictive`)."""
     trials = study.get_trials(deepcopy=False)
     if any(REUSED not in t.user_attrs for t in trials):
         return 0
     measured = {t.user_attrs.get("key") for t in trials}
-    seeds = [cfg for cfg in space.seeds() if config_key(cfg) not in measured]
+    seeds = space.seeds()[:1] if sampler == "predictive" else space.seeds()
+    seeds = [cfg for cfg in seeds if config_key(cfg) not in measured]
     for cfg in seeds:
         study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
     return len(seeds)

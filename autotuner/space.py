@@ -216,7 +216,8 @@ class SearchSpace:
         approximate value, 0 where allowed), then each knob alone at its middle value
         (values run from least to most approximate): each knob's effect measured
         alone, where an extreme value would mostly exceed the QoS budget and teach
-        little (`bench/tuning_bench.py`: better fronts early for every sampler)."""
+        little (`bench/tuning_bench.py`: better fronts early for NSGA-II and TPE; the
+        predictive sampler takes the exact one and measures each knob alone itself)."""
         base = {d.name: (copy.deepcopy(d.fixed) if d.fixed is not None else self._setting(d, min(d.values)))
                 for d in self.dims}
         out = [base]

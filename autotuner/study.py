@@ -86,7 +86,7 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> 
         optuna.storages.fail_stale_trials(study)
     notes += reuse.warm_start(study, job.space, settings["mode"], job.budget, settings, job.storage,
                         job.study_name.rsplit("/", 1)[0], job.warm_start)
-    if search.enqueue_seeds(study, job.space) == 0:
+    if search.enqueue_seeds(study, job.space, job.sampler) == 0:
         search.requeue_interrupted(study)
     return study
 

@@ -88,7 +88,7 @@ def replay(land, method: str, seed: int, evals: int) -> list[tuple[float, float]
     study = optuna.create_study(directions=["minimize", "maximize"],
                                 sampler=search.TrialSeeded(method, seed, evals, land.budget))
     if method != "random":
-        search.enqueue_seeds(study, space)
+        search.enqueue_seeds(study, space, method)
     order: list[tuple[float, float]] = []
 
     def evaluate(config, n=None):
@@ -126,7 +126,7 @@ def bench_landscape(land, methods, seeds: int = 10) -> dict:
     return rows
 
 
-LABELS = {"nsga2": "NSGA-II + seeds", "predictive": "predictive (additive models) + seeds",
+LABELS = {"nsga2": "NSGA-II + seeds", "predictive": "predictive (Bayesian additive models)",
           "tpe": "TPE + seeds", "gp": "GP (Optuna GPSampler) + seeds", "random": "random search"}
 
 

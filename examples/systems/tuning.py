@@ -38,7 +38,7 @@ from autotuner.results import TuningResult
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25", "rag_dense": "examples.systems.rag_dense"}
 BUDGET = 0.2  # tuning: share of answers that may differ from the exact program's
-SAMPLER = "predictive"  # additive model over categorical knobs (static); NSGA-II where thresholds are searched
+SAMPLER = "predictive"  # the default: additive models of loss and time, in both modes (thresholds on a grid)
 REPEATS = 1  # timed passes per measurement: one pass over the questions takes seconds (CPU clock: steady)
 CLOCK = "cpu"  # thread CPU time: torch runs on one thread in the calling thread
 
