@@ -12,13 +12,13 @@ import optuna
 import pytest
 from optuna.distributions import IntDistribution
 
-from approx_opt.config import KnobSpec
 from autotuner import search
 from autotuner.measure import Measurement
 from autotuner.pareto import hypervolume
 from autotuner.predictive import PredictiveSampler
 from autotuner.predictive_model import GRID_LEVELS, level_index, levels_of
 from autotuner.space import SearchSpace
+from passes.knobs import KnobSpec
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 LOSS, COST = (0.004, 0.007, 0.012), (5.0, 3.0, 1.0)  # per knob: loss per unit of value, share of the cost
