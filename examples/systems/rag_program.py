@@ -173,12 +173,16 @@ class RagSystem:
         """The program's IR: annotated, or after the pipeline with `config`."""
         return self.program.ir(after=after, config=config)
 
-    def profile(self, questions: Sequence[str]) -> dict[str, float]:
+    def profile(self, questions: Sequence[str], seconds: float = 5.0) -> dict[str, float]:
         """Share of the exact program's time in each retrieval stage: `prepare`
-        (preprocessing / query embedding) and `run` (the scoring kernel), thread CPU time."""
+        (preprocessing / query embedding) and `run` (the scoring kernel), thread CPU time,
+        over `questions` or the first of them whose exact runs take `seconds` (a costly
+        answer model: a question or two)."""
         run = self.exact()
         spent = {"prepare": 0.0, "run": 0.0, "total": 0.0}
         for q in questions:
+            if spent["total"] >= seconds:
+                break
             run(q)  # warm
             t0 = time.thread_time()
             prepared = self.search.prepare(q)

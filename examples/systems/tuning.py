@@ -281,13 +281,14 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     (tune_q, tune_a), (eval_q, eval_a) = question_sets(n_tune, seed, n_eval)
     negligible = program.negligible_knobs(tune_q[:8])
     fix = {k: 0 for k in negligible}
+    narrow = {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
     storage = f"sqlite:///{(out / 'study.db').resolve()}"
     common = dict(metric=METRIC, budget=budget, sampler=sampler, seed=seed, storage=storage,
                   out_dir=out, eval_inputs=eval_q, eval_references=eval_a, repeats=REPEATS, clock=CLOCK,
-                  narrow=NARROW, fix=fix, progress=progress)
+                  narrow=narrow, fix=fix, progress=progress)
     done = search_static_then_dynamic(
         program, tune_q, None, name=name, trials=trials, seconds=seconds, spec=SYSTEMS.get(name), jobs=jobs,
-        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, NARROW, fix, program.states(tune_q),
+        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, narrow, fix, program.states(tune_q),
                                           limit=max(2, trials // 2)),  # at most half the trials
         **common)
     result = tune(program, tune_q, None, mode="both", n_trials=max(1, min(done.values())), evaluate=evaluate,
