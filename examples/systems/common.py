@@ -59,6 +59,13 @@ def smollm():
     return SmolLM2.load()
 
 
+def reuse_answers(llm: bool) -> bool:
+    """Whether a system keeps its answer ops' results for the tuner's untimed passes
+    (`RagSystem.untimed`): the LLM systems, unless APPROX_REUSE_ANSWERS=0 (to re-measure
+    without, e.g. `APPROX_REUSE_ANSWERS=0 approx-tune verify --out DIR`)."""
+    return llm and os.environ.get("APPROX_REUSE_ANSWERS", "1") != "0"
+
+
 def answer_model_name(llm: bool) -> str:
     """What answers in a RAG system (results.json records it under `model`)."""
     if llm:

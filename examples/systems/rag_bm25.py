@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 
 from examples import squad
-from examples.systems.common import answer_model_name, margin, readers, smollm
+from examples.systems.common import answer_model_name, margin, readers, reuse_answers, smollm
 from examples.systems.rag_program import TOP_K, RagSystem, answer_models, llm_answer_models, rag_program
 
 SCALE, MARGIN_UPPER = 100, 2000  # state = round(100 * margin); margins above 20 are all "sure"
@@ -58,7 +58,7 @@ def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSyste
     answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
     program, _, _ = rag_program(name, corpus, bm25, answer, cheap, bm25_margin, [400, 800], MARGIN_UPPER)
     return RagSystem(name, program, corpus, retriever.build({}), bm25_margin, stage_knobs=STAGES,
-                     model=answer_model_name(llm), reuse=llm)
+                     model=answer_model_name(llm), reuse=reuse_answers(llm))
 
 
 def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
