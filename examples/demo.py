@@ -9,7 +9,7 @@ under reports/<system>/ and print the speedup table.
 (RAG-BM25 rather than RAG-dense: the dense system first embeds the whole corpus,
 minutes on a fresh clone; `python -m examples.demo --system rag_dense` runs it.)
 `make demo SYSTEM=rag_bm25_llm` shows the same program answering with the
-fine-tuned SmolLM2 at a small size (3 tuning questions, 6 held-out, seconds per
+fine-tuned SmolLM2 at a small size (3 tuning questions, 4 held-out, seconds per
 question).
 The compiler-only demo (approx-opt and the JIT on one MLIR file) is
 `python -m approx_opt.demo`."""
@@ -23,7 +23,7 @@ import time
 
 SIZES = {  # --n-tune, --n-eval, --trials, --seconds of each system (the LLM ones: seconds per question)
     "rag_bm25": (16, None, 18, 240), "rag_dense": (16, None, 18, 240),
-    "rag_bm25_llm": (3, 6, 3, 150), "rag_dense_llm": (3, 6, 3, 150)}
+    "rag_bm25_llm": (3, 4, 3, 120), "rag_dense_llm": (3, 4, 3, 120)}
 
 
 def compile_step(program) -> None:
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--system", default="rag_bm25", choices=list(SIZES))
     ap.add_argument("--n-tune", type=int, help="tuning questions (default: per system)")
-    ap.add_argument("--n-eval", type=int, help="held-out questions (default: 5x n-tune; LLM systems: 2x)")
+    ap.add_argument("--n-eval", type=int, help="held-out questions (default: 5x n-tune; LLM systems: 4)")
     ap.add_argument("--trials", type=int, help="evaluations per mode (static, dynamic)")
     ap.add_argument("--seconds", type=float, help="search time budget, both modes")
     args = ap.parse_args(argv)
