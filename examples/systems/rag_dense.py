@@ -69,7 +69,7 @@ def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSyste
     answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
     program, _, _ = rag_program(name, corpus, search, answer, cheap, dense_margin, [40, 80], MARGIN_UPPER)
     return RagSystem(name, program, corpus, retriever.build({}), dense_margin, stage_knobs=STAGES,
-                     model=answer_model_name(llm), reuse=reuse_answers(llm))
+                     model=answer_model_name(llm), reuse=[answer.provider, cheap.provider] if reuse_answers(llm) else ())
 
 
 def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:

@@ -124,14 +124,14 @@ class RagSystem:
     acting on each retrieval stage alone (`stage_knobs`)."""
 
     def __init__(self, name: str, program, corpus: Sequence[str], search, state: Callable,
-                 stage_knobs: dict[str, Sequence[str]] | None = None, model: str = "", reuse: bool = False):
+                 stage_knobs: dict[str, Sequence[str]] | None = None, model: str = "", reuse: Sequence = ()):
         self.name, self.program, self.search, self.state = name, program, search, state
         self.model = model  # what answers (results.json: `model`)
-        self.reuse = reuse
-        if reuse:
+        self.reuse = tuple(reuse)  # the answer models whose results the untimed passes reuse
+        if self.reuse:
             from frontends.components.runtime import reuse_results
 
-            reuse_results()
+            reuse_results(self.reuse)
         self.corpus = tuple(corpus)
         self.stage_knobs = {k: tuple(v) for k, v in (stage_knobs or {}).items()}
         self.exact_answers: dict[str, str] = {}  # answers of the exact configuration, as it runs

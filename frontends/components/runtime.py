@@ -18,8 +18,9 @@ attribute means is decided here and nowhere else:
 
 Reuse while measuring (`reuse_results`, `reusing`): a costly program's answers
 are deterministic (greedy decoding, one torch thread), so the autotuner's untimed
-pass (the one that gives a configuration's QoS) may take a generate op's result
-from an earlier call with the same attributes and operands, in any configuration
+pass (the one that gives a configuration's QoS) may take the result of a call of
+the given providers (its answer models) from an earlier call with the same
+attributes and operands, in any configuration
 (the exact program's answer where an approximate one escalates to the same call,
 a variant that decides exact on a question, the slice of a staged evaluation).
 Timed passes never read these results: they run every call.
@@ -71,15 +72,17 @@ class ComponentRuntime:
                               where="<components>") from None
 
     def run(self, op: str, settings: dict[str, Any], *args):
-        if op in _REUSE.ops:
-            return self._reused(op, settings, args)
+        if _REUSE.providers:
+            providers = tuple(id(self.registry[v]) for v in settings.values()
+                              if isinstance(v, str) and v in self.registry)
+            if providers and all(p in _REUSE.providers for p in providers):
+                return self._reused(op, settings, providers, args)
         return self._cached(op, settings, args)
 
-    def _reused(self, op: str, settings: dict[str, Any], args: tuple):
+    def _reused(self, op: str, settings: dict[str, Any], providers: tuple, args: tuple):
         key = _hashable(args)
         if key is None:
             return self._cached(op, settings, args)
-        providers = tuple(id(self.registry[v]) for v in settings.values() if isinstance(v, str) and v in self.registry)
         key = (op, tuple(sorted(settings.items())), providers, key)
         if _REUSE.reading and key in _REUSE.results:
             if op == "component.generate":
@@ -170,7 +173,7 @@ class _Reuse:
     """The results kept for untimed passes (process-wide: every build of a program shares them)."""
 
     def __init__(self):
-        self.ops: frozenset[str] = frozenset()
+        self.providers: frozenset[int] = frozenset()  # ids of the providers whose calls are kept
         self.reading = False
         self.size = 0
         self.results: OrderedDict = OrderedDict()
@@ -180,10 +183,11 @@ class _Reuse:
 _REUSE = _Reuse()
 
 
-def reuse_results(ops=("component.generate",), size: int = 100_000) -> None:
-    """Keep the results of these ops' calls (the last `size`), for `reusing`; no ops:
-    keep nothing and forget what was kept. Only for deterministic providers."""
-    _REUSE.ops, _REUSE.size = frozenset(ops), size
+def reuse_results(providers=(), size: int = 100_000) -> None:
+    """Keep the results of calls of ops whose providers (models, ...) are all among
+    `providers` (the last `size` calls), for `reusing`; none: keep nothing and forget
+    what was kept. Only for deterministic providers."""
+    _REUSE.providers, _REUSE.size = frozenset(id(p) for p in providers), size
     _REUSE.results.clear()
     _REUSE.hits = _REUSE.calls = 0
 
