@@ -153,6 +153,11 @@ def search_static_then_dynamic(program, inputs, references, *, name: str, trials
     from autotuner.study import tune
     from examples.systems.common import DEADLINE_ENV, TimeUp
 
+    if jobs > 1 and spec is None:
+        from approx_dialect.diagnostics import ApproxError
+
+        raise ApproxError(f"--jobs {jobs} needs a system the workers can build by name ({', '.join(SYSTEMS)})",
+                          where="examples.systems")
     t0, w0 = time.perf_counter(), time.time()
     limits = (None, None) if seconds is None else (seconds / 2, seconds)
     for mode, limit in zip(("static", "dynamic"), limits):
