@@ -1,5 +1,6 @@
 # Two commands matter: `make demo` and `make test` (each sets everything up first).
 PYTHON ?= python3.11
+SYSTEM ?= rag_bm25
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -20,9 +21,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # RAG-BM25 end to end: compile, tune, evaluate held out, report under reports/ (examples/demo.py; the
-# compiler-only demo is `$(PY) -m approx_opt.demo`)
+# compiler-only demo is `$(PY) -m approx_opt.demo`); `make demo SYSTEM=rag_bm25_llm`: SmolLM2 answering, small
 demo: install
-	$(PY) -m examples.demo
+	$(PY) -m examples.demo --system $(SYSTEM)
 
 test: install
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15

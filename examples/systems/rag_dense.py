@@ -1,6 +1,8 @@
 """RAG-dense: embed the question with all-MiniLM-L6-v2, similarity search over the
 embeddings of all 2,067 SQuAD dev paragraphs (cached under .cache/approx), top-3
-passages, answer with the extractive reader (pro, 6 layers; or fast, 3).
+passages, answer with the extractive reader (pro, 6 layers; or fast, 3);
+RAG-dense-LLM (`llm_system()`): the same program answering with the fine-tuned
+SmolLM2-135M-Instruct (16 new tokens), the pro reader as its cheap model.
 
 One decorated program (`rag_program.rag_program`); its components are IR:
 `component.embed` (the query encoder, query_encoder.py), `component.retrieve`
@@ -14,7 +16,9 @@ Knobs (all exact at 0):
   dense.docs       param: the kernel's document subsetting (loop_perforate k: every k-th)
   dense.precision  precision_reduce: the kernel's dot product in f32 or f16 (f64 exact)
   answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
-                   context_chars, sentences, precision (bfloat16, float16)
+                   context_chars, sentences, precision (bfloat16, float16); with the LLM
+                   (`rag_program.llm_answer_models`): cascade pro reader -> SmolLM2,
+                   max_new_tokens, passages, context_chars, sentences, layers (early exit)
   read             the answer step: variant per question (rag_program), decided by the
                    cosine margin between the first and second hit (x1000, as an i32)
 """
@@ -24,8 +28,8 @@ from __future__ import annotations
 import functools
 
 from examples import squad
-from examples.systems.common import margin, readers
-from examples.systems.rag_program import TOP_K, RagSystem, answer_models, rag_program
+from examples.systems.common import answer_model_name, margin, readers, reuse_answers, smollm
+from examples.systems.rag_program import TOP_K, RagSystem, answer_models, llm_answer_models, rag_program
 
 SCALE, MARGIN_UPPER = 1000, 250  # state = round(1000 * margin); margins above 0.25 are all "sure"
 KERNEL_VALUES = (2, 3, 4, 8)  # loop_truncate / loop_perforate factors of the similarity kernel's loops
@@ -39,9 +43,10 @@ def dense_margin(hits) -> int:
     return int(round(SCALE * margin(hits)))
 
 
-@functools.lru_cache(maxsize=2)
-def system(corpus: tuple[str, ...] | None = None) -> RagSystem:
-    """The system over `corpus` (default: all SQuAD dev paragraphs), built once."""
+@functools.lru_cache(maxsize=4)
+def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSystem:
+    """The system over `corpus` (default: all SQuAD dev paragraphs), built once;
+    `llm`: SmolLM2 answers (RAG-dense-LLM)."""
     from examples.systems.query_encoder import QueryEncoder
     from frontends import Knob
     from frontends.components.declare import Embed, Retrieve, Tune
@@ -60,9 +65,17 @@ def system(corpus: tuple[str, ...] | None = None) -> RagSystem:
     def search(question):
         return dense(query(question))
 
-    answer, fast = answer_models(*readers())
-    program, _, _ = rag_program("rag_dense", corpus, search, answer, fast, dense_margin, [40, 80], MARGIN_UPPER)
-    return RagSystem("rag_dense", program, corpus, retriever.build({}), dense_margin, stage_knobs=STAGES)
+    name = "rag_dense_llm" if llm else "rag_dense"
+    answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
+    program, _, _ = rag_program(name, corpus, search, answer, cheap, dense_margin, [40, 80], MARGIN_UPPER)
+    return RagSystem(name, program, corpus, retriever.build({}), dense_margin, stage_knobs=STAGES,
+                     model=answer_model_name(llm),
+                     reuse=[answer.provider, cheap.provider] if reuse_answers(llm) else ())
+
+
+def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
+    """RAG-dense-LLM: the system answering with SmolLM2."""
+    return system(corpus, llm=True)
 
 
 def __getattr__(name: str):

@@ -17,24 +17,31 @@ The program (built by `rag_program`):
 The answer step's variants (`func_substitute`, per question or static), lowered
 into the module too, so their component ops take the same knobs:
   1 the answer model on the top passage only
-  2 the fast model on every retrieved passage
-  3 the fast model on the top passage only
+  2 the cheap model on every retrieved passage
+  3 the cheap model on the top passage only
+The answer model is the pro extractive reader (cheap model: the fast reader,
+`answer_models`) or the fine-tuned SmolLM2 (cheap model: the pro reader,
+`llm_answer_models`).
 `RagSystem` adds what the tuning scripts need (exact answers, a time budget, the
 retrieval stages' share of the time, the decision's states)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from approx_opt.program import exact_config
-from examples.systems.common import TimeUp, is_exact
+from examples.systems.common import DEADLINE_ENV, TimeUp, is_exact
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
 
 TOP_K = 3  # passages the exact program reads
 CASCADE_THRESHOLDS = (0.2, 0.1, 0.05)  # reader confidence (p_start * p_end) accepting the fast answer
+LLM_TOKENS = 16  # new tokens of the exact LLM program
+LLM_CASCADE_THRESHOLDS = (0.6, 0.4, 0.2)  # pro-reader confidence accepting the reader's answer instead of the LLM's
 
 
 def answer_models(fast, pro) -> tuple[Generate, Generate]:
@@ -46,6 +53,23 @@ def answer_models(fast, pro) -> tuple[Generate, Generate]:
             Tune.param("passages", 2, 1), Tune.param("context_chars", 800, 500), Tune.param("sentences", 3, 2),
             Tune.precision("bfloat16", "float16")]
     return Generate("answer", pro, tune=tune), Generate("answer", fast, tune=tune)
+
+
+def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
+    """The generative answer component (the exact program: `llm` in float32 with all
+    its layers, every retrieved passage in full, LLM_TOKENS new tokens; a cascade from
+    the extractive `reader` when `answer.model` > 0) and the reader as its cheap twin
+    for the cheap variants. Each value is a step in cost and quality (measured on
+    tuning questions, one thread): the prefill of ~500 prompt tokens is most of the
+    ~5.5 s, so the context values (keeping 31-79 % of the passages' characters) cut
+    most; a decoded token costs ~0.2 s and the model answers in ~4-8 tokens, so 4 and
+    2 new tokens cut long answers for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x
+    (trained exits, README). No precision knob: bfloat16 runs 5x slower than float32
+    on CPUs without bf16 instructions (bench/llm_bench.py)."""
+    tune = [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
+            Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
+            Tune.param("layers", 25, 20)]
+    return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,
@@ -100,8 +124,14 @@ class RagSystem:
     acting on each retrieval stage alone (`stage_knobs`)."""
 
     def __init__(self, name: str, program, corpus: Sequence[str], search, state: Callable,
-                 stage_knobs: dict[str, Sequence[str]] | None = None):
+                 stage_knobs: dict[str, Sequence[str]] | None = None, model: str = "", reuse: Sequence = ()):
         self.name, self.program, self.search, self.state = name, program, search, state
+        self.model = model  # what answers (results.json: `model`)
+        self.reuse = tuple(reuse)  # the answer models whose results the untimed passes reuse
+        if self.reuse:
+            from frontends.components.runtime import reuse_results
+
+            reuse_results(self.reuse)
         self.corpus = tuple(corpus)
         self.stage_knobs = {k: tuple(v) for k, v in (stage_knobs or {}).items()}
         self.exact_answers: dict[str, str] = {}  # answers of the exact configuration, as it runs
@@ -111,13 +141,30 @@ class RagSystem:
     def knobs(self):
         return self.program.knobs()
 
+    def time_up(self) -> bool:
+        """The search's time budget is spent: `deadline` in this process, or the one
+        the tuning run gave its worker processes (DEADLINE_ENV, wall-clock seconds)."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return True
+        shared = os.environ.get(DEADLINE_ENV)
+        return shared is not None and time.time() > float(shared)
+
     def build(self, config: dict | None = None) -> RagRun:
         exact = is_exact(config)
-        if self.deadline is not None and not exact and time.perf_counter() > self.deadline:
+        if not exact and self.time_up():
             raise TimeUp(f"{self.name}: time budget spent")
         with self._lock:
             fn = self.program.build(dict(config or {}))
         return RagRun(fn, self.exact_answers if exact else None)
+
+    def untimed(self):
+        """The context of the tuner's untimed (QoS) passes: with `reuse`, an answer op
+        called as before (same model, attributes, question and passages) returns the
+        earlier answer (greedy decoding on one thread: the same text) instead of
+        generating it again; timed passes still run every call."""
+        from frontends.components.runtime import reusing
+
+        return reusing() if self.reuse else contextlib.nullcontext()
 
     def exact(self) -> RagRun:
         return self.build(exact_config(self))
@@ -126,12 +173,16 @@ class RagSystem:
         """The program's IR: annotated, or after the pipeline with `config`."""
         return self.program.ir(after=after, config=config)
 
-    def profile(self, questions: Sequence[str]) -> dict[str, float]:
+    def profile(self, questions: Sequence[str], seconds: float = 5.0) -> dict[str, float]:
         """Share of the exact program's time in each retrieval stage: `prepare`
-        (preprocessing / query embedding) and `run` (the scoring kernel), thread CPU time."""
+        (preprocessing / query embedding) and `run` (the scoring kernel), thread CPU time,
+        over `questions` or the first of them whose exact runs take `seconds` (a costly
+        answer model: a question or two)."""
         run = self.exact()
         spent = {"prepare": 0.0, "run": 0.0, "total": 0.0}
         for q in questions:
+            if spent["total"] >= seconds:
+                break
             run(q)  # warm
             t0 = time.thread_time()
             prepared = self.search.prepare(q)

@@ -36,7 +36,9 @@ from pathlib import Path
 from autotuner.results import TuningResult
 
 ROOT = Path(__file__).resolve().parents[2]
-SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25", "rag_dense": "examples.systems.rag_dense"}
+SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25:system", "rag_dense": "examples.systems.rag_dense:system",
+           "rag_bm25_llm": "examples.systems.rag_bm25:llm_system",
+           "rag_dense_llm": "examples.systems.rag_dense:llm_system"}  # name -> the function that builds it
 BUDGET = 0.2  # tuning: share of answers that may differ from the exact program's
 SAMPLER = "predictive"  # the default: additive models of loss and time, in both modes (thresholds on a grid)
 REPEATS = 1  # timed passes per measurement: one pass over the questions takes seconds (CPU clock: steady)
@@ -60,7 +62,8 @@ def load_system(name: str):
         from approx_dialect.diagnostics import ApproxError
 
         raise ApproxError(f"unknown system '{name}' (systems: {', '.join(SYSTEMS)})", where="examples.systems")
-    return importlib.import_module(SYSTEMS[name]).system()
+    module, function = SYSTEMS[name].split(":")
+    return getattr(importlib.import_module(module), function)()
 
 
 def evaluated_trials(storage: str, study_name: str) -> int:
@@ -138,27 +141,39 @@ def explain_levels(result, program, inputs, references, metric, levels, clock: s
 
 
 def search_static_then_dynamic(program, inputs, references, *, name: str, trials: int, seconds: float | None,
-                               seed_dynamic, **tune_kwargs) -> dict[str, int]:
+                               seed_dynamic, spec: str | None = None, jobs: int = 1,
+                               **tune_kwargs) -> dict[str, int]:
     """The two searches of a system on one study file: static, then dynamic after
     `seed_dynamic()` queued its first trials; each until `trials` evaluations or its
-    half of `seconds` (`program.deadline`: the program raises `TimeUp` between trials,
-    which keeps the finished ones). Returns the evaluated trials per mode."""
-    from autotuner.study import tune
-    from examples.systems.common import TimeUp
+    half of `seconds` (`program.deadline`, and DEADLINE_ENV for `jobs` > 1 worker
+    processes, which build the program from `spec`: the program raises `TimeUp`
+    between trials, which keeps the finished ones). Returns the evaluated trials per mode."""
+    import os
 
-    t0 = time.perf_counter()
-    limits = (None, None) if seconds is None else (t0 + seconds / 2, t0 + seconds)
-    for mode, deadline in zip(("static", "dynamic"), limits):
+    from autotuner.study import tune
+    from examples.systems.common import DEADLINE_ENV, TimeUp
+
+    if jobs > 1 and spec is None:
+        from approx_dialect.diagnostics import ApproxError
+
+        raise ApproxError(f"--jobs {jobs} needs a system the workers can build by name ({', '.join(SYSTEMS)})",
+                          where="examples.systems")
+    t0, w0 = time.perf_counter(), time.time()
+    limits = (None, None) if seconds is None else (seconds / 2, seconds)
+    for mode, limit in zip(("static", "dynamic"), limits):
         if mode == "dynamic":
             seed_dynamic()
-        program.deadline = deadline
+        program.deadline = None if limit is None else t0 + limit
+        if jobs > 1 and limit is not None:
+            os.environ[DEADLINE_ENV] = repr(w0 + limit)  # the spawned workers inherit it
         try:
-            tune(program, inputs, references, mode=mode, n_trials=trials, evaluate=False, study_name=name,
-                 **tune_kwargs)
+            tune(spec if jobs > 1 else program, inputs, references, mode=mode, n_trials=trials, evaluate=False,
+                 study_name=name, jobs=jobs, **tune_kwargs)
         except TimeUp:
             pass
         finally:
             program.deadline = None
+            os.environ.pop(DEADLINE_ENV, None)
     return {m: evaluated_trials(tune_kwargs["storage"], f"{name}/{m}") for m in ("static", "dynamic")}
 
 
@@ -251,12 +266,14 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                 out_dir: str | Path | None = None, seed: int = 0, budget: float = BUDGET,
                 sampler: str = SAMPLER, report: bool = True, fresh: bool = True, evaluate: bool = True,
                 progress: bool = False, program=None, eval_repeats: int = REPEATS,
-                ablate_levels: tuple = ()) -> SystemRun:
+                ablate_levels: tuple = (), n_eval: int | None = None, jobs: int = 1) -> SystemRun:
     """Tune system `name` (or `program`, a RagSystem) on `n_tune` tuning questions
-    (evaluation: 5x as many, other articles), `trials` evaluations per mode, at most
-    about `seconds` of search; `evaluate=False` skips the held-out evaluation (paired
-    timing, `eval_repeats` rounds at most). `ablate_levels` (percent QoS-loss levels):
-    ablate the chosen point of each on the first `n_tune` held-out questions."""
+    (evaluation: 5x as many, other articles; or the first `n_eval` of them), `trials`
+    evaluations per mode, at most about `seconds` of search, `jobs` worker processes
+    (each builds the system `name`; 1: this process runs `program`); `evaluate=False`
+    skips the held-out evaluation (paired timing, `eval_repeats` rounds at most).
+    `ablate_levels` (percent QoS-loss levels): ablate the chosen point of each on the
+    first `n_tune` held-out questions."""
     from autotuner.study import tune
     from examples.systems.common import METRIC, NARROW, question_sets
 
@@ -266,16 +283,17 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     program = program if program is not None else load_system(name)
-    (tune_q, tune_a), (eval_q, eval_a) = question_sets(n_tune, seed)
+    (tune_q, tune_a), (eval_q, eval_a) = question_sets(n_tune, seed, n_eval)
     negligible = program.negligible_knobs(tune_q[:8])
     fix = {k: 0 for k in negligible}
+    narrow = {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
     storage = f"sqlite:///{(out / 'study.db').resolve()}"
     common = dict(metric=METRIC, budget=budget, sampler=sampler, seed=seed, storage=storage,
                   out_dir=out, eval_inputs=eval_q, eval_references=eval_a, repeats=REPEATS, clock=CLOCK,
-                  narrow=NARROW, fix=fix, progress=progress)
+                  narrow=narrow, fix=fix, progress=progress)
     done = search_static_then_dynamic(
-        program, tune_q, None, name=name, trials=trials, seconds=seconds,
-        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, NARROW, fix, program.states(tune_q),
+        program, tune_q, None, name=name, trials=trials, seconds=seconds, spec=SYSTEMS.get(name), jobs=jobs,
+        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, narrow, fix, program.states(tune_q),
                                           limit=max(2, trials // 2)),  # at most half the trials
         **common)
     result = tune(program, tune_q, None, mode="both", n_trials=max(1, min(done.values())), evaluate=evaluate,
@@ -288,9 +306,9 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         "counts); the held-out evaluation with the gold answers (answer containment, the paper's QoS)",
         "fixed at exact (their retrieval stage takes under 2 % of the exact program's time): "
         + (", ".join(f"{k} ({100 * v:.2f} %)" for k, v in negligible.items()) or "none")]
-    record_how_to_verify(result, f"{SYSTEMS.get(name, '')}:system", "examples.systems.common:METRIC",
+    record_how_to_verify(result, SYSTEMS.get(name, ""), "examples.systems.common:METRIC",
                          {"inputs": "examples.systems.common:held_out_questions",
-                          "kwargs": {"n_tune": n_tune, "seed": seed}})
+                          "kwargs": {"n_tune": n_tune, "seed": seed, "n_eval": n_eval}})
     if ablate_levels and evaluate:
         explain_levels(result, program, eval_q[:n_tune], eval_a[:n_tune], METRIC, ablate_levels)
     result.save(out / "result.json")

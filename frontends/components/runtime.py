@@ -15,11 +15,21 @@ attribute means is decided here and nowhere else:
 - tool_call: `tools.call(request, router)` with the router's provider;
 - confidence: the answer's confidence (an error when the model gives none);
 - `cache = n` on any op: results are kept for the last n distinct inputs.
+
+Reuse while measuring (`reuse_results`, `reusing`): a costly program's answers
+are deterministic (greedy decoding, one torch thread), so the autotuner's untimed
+pass (the one that gives a configuration's QoS) may take the result of a call of
+the given providers (its answer models) from an earlier call with the same
+attributes and operands, in any configuration
+(the exact program's answer where an approximate one escalates to the same call,
+a variant that decides exact on a question, the slice of a staged evaluation).
+Timed passes never read these results: they run every call.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -62,6 +72,30 @@ class ComponentRuntime:
                               where="<components>") from None
 
     def run(self, op: str, settings: dict[str, Any], *args):
+        if _REUSE.providers:
+            providers = tuple(id(self.registry[v]) for v in settings.values()
+                              if isinstance(v, str) and v in self.registry)
+            if providers and all(p in _REUSE.providers for p in providers):
+                return self._reused(op, settings, providers, args)
+        return self._cached(op, settings, args)
+
+    def _reused(self, op: str, settings: dict[str, Any], providers: tuple, args: tuple):
+        key = _hashable(args)
+        if key is None:
+            return self._cached(op, settings, args)
+        key = (op, tuple(sorted(settings.items())), providers, key)
+        if _REUSE.reading and key in _REUSE.results:
+            if op == "component.generate":
+                self.model(settings)  # a variant of the model is built here, as the call would, not in a timed pass
+            _REUSE.hits += 1
+            return _REUSE.results[key]
+        result = _REUSE.results[key] = self._cached(op, settings, args)
+        _REUSE.calls += 1
+        while len(_REUSE.results) > _REUSE.size:
+            _REUSE.results.popitem(last=False)
+        return result
+
+    def _cached(self, op: str, settings: dict[str, Any], args: tuple):
         size = settings.get("cache")
         if not size:
             return self._run(op, settings, args)
@@ -88,14 +122,19 @@ class ComponentRuntime:
             return self.tool_call(s, *args)
         raise ApproxError(f"no runtime for '{op}'", where="<components>")
 
-    def generate(self, s: dict[str, Any], question, contexts):
-        from frontends.components.llm.base import limit_contexts, select_sentences
-
+    def model(self, s: dict[str, Any]):
+        """The model a generate op with settings `s` calls (its precision and depth)."""
         model = self.provider(s["model"], "component.generate")
         if s.get("precision"):
             model = model.with_precision(s["precision"])
         if s.get("layers"):
             model = model.with_layers(s["layers"])
+        return model
+
+    def generate(self, s: dict[str, Any], question, contexts):
+        from frontends.components.llm.base import limit_contexts, select_sentences
+
+        model = self.model(s)
         if s.get("sentences"):
             contexts = select_sentences(question, contexts, s["sentences"])
         if s.get("passages") or s.get("context_chars"):
@@ -128,6 +167,45 @@ class ComponentRuntime:
             raise ApproxError(f"cascade: the answer of '{getattr(answer, 'model', '?')}' gives no confidence "
                               "to compare with the threshold", where="<components>")
         return float(c)
+
+
+class _Reuse:
+    """The results kept for untimed passes (process-wide: every build of a program shares them)."""
+
+    def __init__(self):
+        self.providers: frozenset[int] = frozenset()  # ids of the providers whose calls are kept
+        self.reading = False
+        self.size = 0
+        self.results: OrderedDict = OrderedDict()
+        self.hits = self.calls = 0
+
+
+_REUSE = _Reuse()
+
+
+def reuse_results(providers=(), size: int = 100_000) -> None:
+    """Keep the results of calls of ops whose providers (models, ...) are all among
+    `providers` (the last `size` calls), for `reusing`; none: keep nothing and forget
+    what was kept. Only for deterministic providers."""
+    _REUSE.providers, _REUSE.size = frozenset(id(p) for p in providers), size
+    _REUSE.results.clear()
+    _REUSE.hits = _REUSE.calls = 0
+
+
+@contextmanager
+def reusing():
+    """Within: a call kept by `reuse_results` returns the kept result instead of running
+    (an untimed pass: its outputs are the same, its cost is not measured)."""
+    before, _REUSE.reading = _REUSE.reading, True
+    try:
+        yield
+    finally:
+        _REUSE.reading = before
+
+
+def reuse_counts() -> dict[str, int]:
+    """{'reused': calls answered from kept results, 'run': calls run and kept}."""
+    return {"reused": _REUSE.hits, "run": _REUSE.calls}
 
 
 def _hashable(args: tuple):

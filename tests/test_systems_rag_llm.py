@@ -1,0 +1,88 @@
+"""The RAG systems with SmolLM2 answering (RAG-BM25-LLM, RAG-dense-LLM) for real:
+their knobs are those `approx-opt --list-knobs` reads from their IR, knob 0 answers
+as the fine-tuned model called directly on the retrieved passages, every knob
+rewrites the answer or retrieval op, and the tuner's untimed passes reuse earlier
+answers while timed passes run every call. RAG-dense-LLM runs over 30 paragraphs
+(every 69th), as in test_systems_rag; one question each keeps it within about a minute."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from approx_opt.main import list_knobs
+from examples import squad
+from examples.systems import common, rag_bm25, rag_dense
+from frontends.components.runtime import reuse_counts
+
+STEP = 69
+BM25_QUESTIONS = ["What is Southern California often abbreviated as?"]
+DENSE_QUESTIONS = ["What Revolutionary War midnight rider was a Huguenot descendant?"]
+ANSWER_KNOBS = ["answer.model", "answer.max_new_tokens", "answer.passages", "answer.context_chars",
+                "answer.sentences", "answer.layers"]
+
+
+@pytest.fixture(scope="module")
+def bm25():
+    return rag_bm25.llm_system()
+
+
+@pytest.fixture(scope="module")
+def dense():
+    return rag_dense.llm_system(squad.paragraphs()[::STEP])
+
+
+@pytest.fixture(scope="module", params=["bm25", "dense"])
+def system(request, bm25, dense):
+    return {"bm25": (bm25, BM25_QUESTIONS), "dense": (dense, DENSE_QUESTIONS)}[request.param]
+
+
+def test_knobs_are_those_of_the_ir(system):
+    program, _ = system
+    names = [k.name for k in program.knobs()]
+    assert names[-len(ANSWER_KNOBS) - 1:] == [*ANSWER_KNOBS, "read"]  # no precision: bfloat16 is slower here
+    assert [k["name"] for k in json.loads(list_knobs(program.ir(), program.name))] == names
+    assert program.name.endswith("_llm") and program.model.startswith("SmolLM2")
+
+
+def test_knob_zero_answers_as_the_model_called_directly(system):
+    program, questions = system
+    llm, run = common.smollm(), program.exact()
+    for q in questions:
+        passages = [program.corpus[i] for i in program.search(q).ids]
+        assert len(passages) == 3
+        assert run(q) == llm.answer(q, passages, 16).text
+
+
+def test_every_answer_knob_changes_the_answer_op(bm25):
+    exact = Counter(bm25.ir(after=True).splitlines())
+    for spec in bm25.knobs():
+        if not spec.name.startswith("answer."):
+            continue
+        for k in spec.values[1:]:
+            changed = Counter(bm25.ir(after=True, config={spec.name: {"knob_val": k}}).splitlines()) - exact
+            generate = [line for line in changed if '"component.generate"' in line]
+            assert generate and all('component = "answer"' in line for line in generate), (spec.name, k)
+            if spec.name == "answer.model":  # the cascade: the reader first, then SmolLM2
+                assert any("@pro" in line for line in generate) and any("@smollm2" in line for line in generate)
+            else:
+                parameter = spec.name.split(".")[1]
+                assert any(f"{parameter} = " in line for line in generate if "@smollm2" in line), (spec.name, k)
+
+
+def test_untimed_passes_reuse_answers_timed_passes_run(bm25):
+    """The reader-only variant (read = 3) on one question: a second run outside
+    `untimed()` runs the reader again, one within reuses its answer, text unchanged."""
+    run = bm25.build({"read": {"knob_val": 3}})
+    q = BM25_QUESTIONS[0]
+    first = run(q)
+    before = reuse_counts()
+    assert run(q) == first
+    after_timed = reuse_counts()
+    assert after_timed["run"] == before["run"] + 1 and after_timed["reused"] == before["reused"]
+    with bm25.untimed():
+        assert run(q) == first
+    after_untimed = reuse_counts()
+    assert after_untimed["run"] == after_timed["run"] and after_untimed["reused"] == after_timed["reused"] + 1
