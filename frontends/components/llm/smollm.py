@@ -195,22 +195,25 @@ def stop_ids(tokenizer) -> list[int]:
     return sorted(t for t in ids if isinstance(t, int) and t >= 0 and t != tokenizer.unk_token_id)
 
 
-def chat_prompt(tokenizer, question: str, contexts) -> str:
-    """The prompt the model is trained and asked with: `build_prompt` as the user
-    turn of the model's chat template, the assistant turn opened."""
-    return tokenizer.apply_chat_template([{"role": "user", "content": build_prompt(question, contexts)}],
+def chat_prompt(tokenizer, question: str, contexts, prompt=build_prompt) -> str:
+    """The prompt the model is trained and asked with: `prompt(question, contexts)`
+    (`build_prompt` for answers) as the user turn of the model's chat template,
+    the assistant turn opened."""
+    return tokenizer.apply_chat_template([{"role": "user", "content": prompt(question, contexts)}],
                                          tokenize=False, add_generation_prompt=True)
 
 
 # ---------------------------------------------------------------- the answer model
 
 class SmolLM2(AnswerModel):
-    """The answer model. `SmolLM2.load()` gives the fine-tuned one; variants
+    """The answer model. `SmolLM2.load()` gives the fine-tuned one (another task's
+    adapters come with their `prompt`); variants
     (`with_precision`, `with_layers`) are built once and share the loaded weights."""
 
     def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
-                 exits: tuple[int, ...] = ()):
+                 exits: tuple[int, ...] = (), prompt=build_prompt):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        self.prompt = prompt  # (question, contexts) -> the user turn the adapters were trained with
         self.max_new_tokens = max_new_tokens
         self.depth = self.layers = len(model.model.layers)
         self.exits = tuple(exits)  # early-exit depths the adapters were trained for
@@ -261,7 +264,7 @@ class SmolLM2(AnswerModel):
         from transformers import GenerationConfig
 
         n = max_new_tokens or self.max_new_tokens
-        enc = self.tokenizer(chat_prompt(self.tokenizer, question, contexts), return_tensors="pt")
+        enc = self.tokenizer(chat_prompt(self.tokenizer, question, contexts, self.prompt), return_tensors="pt")
         ids, mask = enc["input_ids"].to(self.model.device), enc["attention_mask"].to(self.model.device)
         window = self.model.config.max_position_embeddings
         if ids.shape[1] + n > window:

@@ -1,0 +1,116 @@
+"""The LLM + tools agent: the tool-calling agent of tools_agent.py with SmolLM2
+(the tools adapters of examples/train_llm_tools.py) writing the calls.
+
+    def tools_agent_llm(query):
+        function = tools(query)                          # component.tool_call (routing)
+        written = writer(query.question, [function])     # component.generate: SmolLM2 writes the calls
+        return calls_or_cues(written, query.question, function)
+
+The writer's prompt is the request and the routed function's schema
+(tools_llm.tools_prompt); its answer is a call list in BFCL's Python syntax.
+Knobs (all exact at 0, all attributes of the two component ops):
+`tools.router` (keyword IDF instead of MiniLM), `writer.model` (a cascade: the
+reader-based filler of tools_agent.py, fast then pro, answers when the reader is
+confident, SmolLM2 otherwise), `writer.max_new_tokens`, `writer.precision`
+(bfloat16: slower on CPUs without bfloat16 instructions), `writer.layers` (early
+exit at the depths the adapters were trained for) and `writer.skip`
+(task_skipping: no model, cue words alone).
+
+    python -m examples.systems.tools_agent_llm [--items 30]   # AST accuracy and time per request vs the reader agent
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from examples.systems.tools_agent import ToolsAgentProgram, pool_inputs  # noqa: F401 (pool_inputs: the CLI's inputs)
+from examples.systems.tools_data import CATEGORIES, query_of
+from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, ReaderFiller, calls_of, tools_prompt
+from frontends import Knob
+from frontends.components.tools import load_bfcl
+
+ADAPTER = Path(__file__).resolve().parents[1] / "models" / "smollm2_tools_lora.npz"
+TOKENS = (96, 64)  # writer.max_new_tokens knob values (exact: DEFAULT_MAX_NEW_TOKENS)
+
+
+def load_writer():
+    """SmolLM2 with the tools adapters and their prompt."""
+    from frontends.components.llm.smollm import SmolLM2
+
+    return SmolLM2.load(ADAPTER, name="smollm2_tools", prompt=tools_prompt, max_new_tokens=DEFAULT_MAX_NEW_TOKENS)
+
+
+def calls_or_cues(written, question: str, function: dict) -> list[dict]:
+    """The written calls; the cue words' calls when the writer was skipped (None)."""
+    if written is None:
+        from examples.systems.tools_fill import fill_scored
+
+        return fill_scored(question, function, {})
+    return calls_of(written)
+
+
+def agent_program(writer=None, readers=None, encoder=None):
+    """(the decorated agent, the embedding router): the program of the module docstring."""
+    from examples.systems.tools_components import ItemTools, routers
+    from examples.systems.tools_reader import THRESHOLDS, load_readers
+    from frontends.components.declare import Generate, ToolCall, Tune
+
+    writer = writer or load_writer()
+    fast, pro = readers or load_readers()
+    embedding, keyword = routers(encoder)
+    tools = ToolCall("tools", ItemTools(), embedding, tune=[Tune.substitute("router", keyword)])
+    write = Generate("writer", writer, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
+                     tune=[Tune.cascade([ReaderFiller(fast), ReaderFiller(pro)], THRESHOLDS),
+                           Tune.param("max_new_tokens", *TOKENS), Tune.precision("bfloat16"),
+                           Tune.param("layers", *sorted(writer.exits, reverse=True)), Tune.skip("skip")])
+
+    def tools_agent_llm(query):
+        """Route the request to a function, have SmolLM2 write its calls."""
+        function = tools(query)
+        written = write(query.question, [function])
+        return calls_or_cues(written, query.question, function)
+
+    tools_agent_llm.__qualname__ = "tools_agent_llm"
+    return Knob()(tools_agent_llm), embedding
+
+
+class ToolsLlmProgram(ToolsAgentProgram):
+    """The decorated LLM agent as the autotuner's Program."""
+
+    name = "examples.systems.tools_agent_llm:tools_agent_llm"
+
+    def __init__(self, writer=None, readers=None, encoder=None):
+        from examples.systems.tools_components import index_tools
+
+        self.agent, embedding = agent_program(writer, readers, encoder)
+        index_tools(embedding, [query_of(i) for c in CATEGORIES for i in load_bfcl(c)])
+        self.deadline: float | None = None
+
+
+@functools.lru_cache(maxsize=1)
+def system() -> ToolsLlmProgram:
+    """The Program, built once (SmolLM2, readers, MiniLM, the function index), torch on one thread."""
+    from examples.systems.common import one_thread
+
+    one_thread()
+    return ToolsLlmProgram()
+
+
+def __getattr__(name: str):
+    if name == "program":
+        return system()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    from examples.systems.tools_measure import measure
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--items", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    print(json.dumps(measure(args.items, args.seed), indent=2))

@@ -1,0 +1,71 @@
+"""The LLM + tools agent for real: SmolLM2 with the tools adapters of
+examples/models writes BFCL calls through its `component.generate` op. The
+adapters load with their trained exits, `approx-opt --list-knobs` on the agent's
+IR is its knobs, knob 0 is SmolLM2 asked directly with the routed function, and
+BFCL's AST checker judges the calls of two held-out requests as recorded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from approx_opt.main import list_knobs
+from examples.systems.tools_agent_llm import ToolsLlmProgram, load_writer
+from examples.systems.tools_components import ItemTools, routers
+from examples.systems.tools_data import pool_items, query_of
+from examples.systems.tools_llm import calls_of, schema_text, target_calls, tools_prompt
+from frontends.components.tools.bfcl import format_calls, parse_calls
+from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
+
+# held-out requests (pool items) and whether the exact agent's calls pass BFCL's AST check
+ITEMS = (("simple_python", 0, True), ("parallel", 0, True))
+
+
+@pytest.fixture(scope="module")
+def writer():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield load_writer()
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def program(writer):
+    return ToolsLlmProgram(writer)
+
+
+def test_adapters_load_with_their_exits(writer):
+    assert writer.exits == (25, 20) and writer.prompt is tools_prompt
+    assert sum(".lora_" in n for n, _ in writer.model.named_parameters()) == 2 * 7 * 30
+
+
+def test_list_knobs_of_the_agent_ir_is_program_knobs(program):
+    listed = [k["name"] for k in json.loads(list_knobs(program.ir(), "tools_agent_llm"))]
+    assert listed == [k.name for k in program.knobs()] == [
+        "tools.router", "writer.model", "writer.max_new_tokens", "writer.precision", "writer.layers", "writer.skip"]
+
+
+def test_knob_zero_is_smollm2_asked_directly(program, writer):
+    exact = program.exact()
+    embedding = routers()[0]
+    for category, k, ok in ITEMS:
+        item = pool_items(category)[k]
+        q = query_of(item)
+        function = ItemTools().call(q, embedding)
+        direct = writer.answer(q.question, [function])
+        got = exact(q)
+        assert got == calls_of(direct) and got, (item.id, direct.text)
+        assert bool(item.check(got)) is ok, (item.id, direct.text)
+
+
+def test_prompt_and_targets():
+    item = pool_items("parallel")[1]  # three calls, z optional in two
+    text = schema_text(item.functions[0])
+    assert text.startswith(item.functions[0]["name"] + ": ") and text.count("\n- ") == len(
+        item.functions[0]["parameters"]["properties"])
+    calls = target_calls(item)
+    assert len(calls) == 3 and item.check(calls) and parse_calls(format_calls(calls)) == calls
+    assert calls_of(None) == [] and "Request: " in tools_prompt(item.question, item.functions)
