@@ -41,8 +41,17 @@ from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, calls_of, target_
 from examples.train_llm import batches, exit_losses
 from examples.train_reader import seed_everything
 from frontends.components.llm.base import Answer, first_line
-from frontends.components.llm.smollm import (attach_exit_maps, attach_lora, chat_prompt, load_adapter, load_base,
-                                             save_adapter, stop_ids, trained_names, truncated)
+from frontends.components.llm.smollm import (
+    attach_exit_maps,
+    attach_lora,
+    chat_prompt,
+    load_adapter,
+    load_base,
+    save_adapter,
+    stop_ids,
+    trained_names,
+    truncated,
+)
 from frontends.components.tools.bfcl import format_calls
 
 OUT = Path(__file__).resolve().parent / "models"
@@ -95,7 +104,8 @@ def train(args) -> tuple[torch.nn.Module, object, dict]:
     print(json.dumps(counts), flush=True)
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     steps = args.epochs * ((len(examples) + args.batch - 1) // args.batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (0.05 * steps)) * max(0.0, 1 - s / steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / (0.05 * steps)) * max(0.0, 1 - s / steps))
     generator = torch.Generator().manual_seed(args.seed)
     start, log = time.time(), []
     for epoch in range(args.epochs):
@@ -147,7 +157,8 @@ def evaluate(model, tok, exits, args, save=lambda results: None) -> dict:
     items = [i for c in CATEGORIES for i in pool_items(c)[:args.eval_items or None]]
     prompts = [chat_prompt(tok, i.question, list(i.functions), tools_prompt) for i in items]
     depth = len(model.model.layers)
-    results = {"items": {c: sum(i.category == c for i in items) for c in CATEGORIES}, "max_new_tokens": args.eval_tokens,
+    results = {"items": {c: sum(i.category == c for i in items) for c in CATEGORIES},
+               "max_new_tokens": args.eval_tokens,
                "precision": "float32", "setting": "all candidate functions in the prompt"}
     for k in args.depths or [depth, *sorted(exits, reverse=True)]:
         lm = model if k == depth else truncated(model, k)
@@ -181,7 +192,8 @@ def main() -> None:
     p.add_argument("--exit-weight", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-items", type=int, default=0, help="train on the first N items of each category (0: all)")
-    p.add_argument("--eval-items", type=int, default=0, help="evaluate the first N pool items of each category (0: all)")
+    p.add_argument("--eval-items", type=int, default=0,
+                   help="evaluate the first N pool items of each category (0: all)")
     p.add_argument("--eval-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
     p.add_argument("--eval-batch", type=int, default=64)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
