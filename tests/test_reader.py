@@ -20,7 +20,7 @@ MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
 def test_trained_weights_fit_the_budget():
     files = list(MODELS.glob("*.npz"))
     assert {f.name for f in files} >= {"reader_l6.npz", "reader_l3.npz"}
-    assert sum(f.stat().st_size for f in files) <= 15 * 2**20
+    assert sum(f.stat().st_size for f in files) <= 24 * 2**20  # readers + SmolLM2 adapters (SQuAD, tools)
 
 
 def test_split_is_by_article_and_disjoint():
