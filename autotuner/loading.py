@@ -73,9 +73,10 @@ def as_program(obj: Any):
 def _is_factory(obj: Any) -> bool:
     import inspect
 
-    if not inspect.isfunction(obj):
+    fn = inspect.unwrap(obj) if callable(obj) else obj  # a cached factory (functools.lru_cache) counts
+    if not inspect.isfunction(fn):
         return False
-    params = inspect.signature(obj).parameters.values()
+    params = inspect.signature(fn).parameters.values()
     return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
 
 

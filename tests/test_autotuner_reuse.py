@@ -141,3 +141,15 @@ def test_report_shows_the_hypervolume_over_evaluations(tmp_path):
     svg = (tmp_path / "hypervolume.svg").read_text()
     assert svg.count("<polyline") == 1 and "static" in svg
     assert "Search progress" in index.read_text() and "last grew at evaluation 3" in index.read_text()
+
+
+def test_a_cached_factory_is_a_program_spec():
+    """`module:system` where system is functools.lru_cache-wrapped (the RAG systems' factories)
+    loads like a plain factory: results record such specs, and verify rebuilds from them."""
+    import functools
+
+    @functools.lru_cache(maxsize=1)
+    def system():
+        return DOTS
+
+    assert as_program(system) is DOTS
