@@ -126,20 +126,11 @@ def exit_losses(model, ids, mask, labels, exits: list[int]) -> list[torch.Tensor
     return losses
 
 
-def train(args) -> tuple[torch.nn.Module, object, dict]:
-    seed_everything(args.seed)
-    model, tok = load_base()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    attach_lora(model, args.rank, args.alpha)
-    attach_exit_maps(model, args.exits)
-    model.to(args.device).train()
-    rng = random.Random(args.seed)
-    examples = training_examples(tok, rng, args.max_questions)
-    print(f"{len(examples)} examples, {sum(len(x) for x, _ in examples)} tokens, attention "
-          f"{model.config._attn_implementation}", flush=True)
-    named = dict(model.named_parameters())
-    params = [named[n] for n in trained_names(model)]
+def train_loop(model, params, examples, args) -> tuple[list[dict], float]:
+    """AdamW with warm-up and linear decay over `examples` (batches of `args.batch`,
+    seeded order), the full depth's loss plus `args.exit_weight` x each early exit's;
+    returns the per-epoch loss log and the start time. Shared by the answer and the
+    tools adapters."""
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     steps = args.epochs * ((len(examples) + args.batch - 1) // args.batch)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -164,6 +155,24 @@ def train(args) -> tuple[torch.nn.Module, object, dict]:
                 **{f"loss_{d}": round(float(v / count), 4) for d, v in zip(["full", *args.exits], sums)}}
         log.append(line)
         print(json.dumps(line), flush=True)
+    return log, start
+
+
+def train(args) -> tuple[torch.nn.Module, object, dict]:
+    seed_everything(args.seed)
+    model, tok = load_base()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    attach_lora(model, args.rank, args.alpha)
+    attach_exit_maps(model, args.exits)
+    model.to(args.device).train()
+    rng = random.Random(args.seed)
+    examples = training_examples(tok, rng, args.max_questions)
+    print(f"{len(examples)} examples, {sum(len(x) for x, _ in examples)} tokens, attention "
+          f"{model.config._attn_implementation}", flush=True)
+    named = dict(model.named_parameters())
+    params = [named[n] for n in trained_names(model)]
+    log, start = train_loop(model, params, examples, args)
     info = {"train_questions": len(examples), "train_seconds": round(time.time() - start, 1), "log": log}
     return model.eval(), tok, info
 

@@ -38,7 +38,7 @@ import torch
 from approx_dialect.diagnostics import ApproxError
 from examples.systems.tools_data import CATEGORIES, dev_items, pool_items
 from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, calls_of, target_calls, tools_prompt
-from examples.train_llm import batches, exit_losses
+from examples.train_llm import train_loop
 from examples.train_reader import seed_everything
 from frontends.components.llm.base import Answer, first_line
 from frontends.components.llm.smollm import (
@@ -102,30 +102,7 @@ def train(args) -> tuple[torch.nn.Module, object, dict]:
     model.to(args.device).train()
     examples, counts = development_examples(tok, args.max_items)
     print(json.dumps(counts), flush=True)
-    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
-    steps = args.epochs * ((len(examples) + args.batch - 1) // args.batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / (0.05 * steps)) * max(0.0, 1 - s / steps))
-    generator = torch.Generator().manual_seed(args.seed)
-    start, log = time.time(), []
-    for epoch in range(args.epochs):
-        sums, count = np.zeros(1 + len(args.exits)), 0
-        for ids, mask, labels in batches(examples, args.batch, generator):
-            ids, mask, labels = ids.to(args.device), mask.to(args.device), labels.to(args.device)
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=args.device == "cuda"):
-                losses = exit_losses(model, ids, mask, labels, args.exits)
-            loss = losses[0] + args.exit_weight * sum(losses[1:])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            sched.step()
-            sums += [x.item() for x in losses]
-            count += 1
-        line = {"epoch": epoch + 1, "seconds": round(time.time() - start, 1),
-                **{f"loss_{d}": round(float(v / count), 4) for d, v in zip(["full", *args.exits], sums)}}
-        log.append(line)
-        print(json.dumps(line), flush=True)
+    log, start = train_loop(model, params, examples, args)
     info = {**counts, "train_seconds": round(time.time() - start, 1), "log": log}
     return model.eval(), tok, info
 
