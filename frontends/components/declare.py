@@ -28,9 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
     IntegerAttr,
     StringAttr,
     SymbolRefAttr,
@@ -40,6 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from approx_dialect.component import (
+    PRECISION_TYPES,
     AnnotationComponentOp,
     ComponentOp,
     EmbedOp,
@@ -50,7 +48,7 @@ from approx_dialect.component import (
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import OBJ, ConstOp
 
-PRECISION_ATTRS = {"float32": Float32Type(), "bfloat16": BFloat16Type(), "float16": Float16Type()}
+PRECISION_ATTRS = {name: t() for t, name in PRECISION_TYPES.items()}  # torch name -> the op's float type
 
 
 def provider_name(provider) -> str:
