@@ -305,7 +305,8 @@ def render() -> int:
     kept = [n for n in (*SYSTEMS, "kernels") if n in runs]
     missing = {n: "not run" for n in SYSTEMS if data["systems"].get(n) is None}
     md = markdown(data, details, missing, kept, ".venv/bin/python bench/results.py --render (parts below)", 0.0, runs)
-    MD_PATH.write_text(md.replace("## Not run here", "## Runs"))
+    MD_PATH.write_text(md.replace("## Not run here", "## Runs").replace(
+        "kept from the previous bench/results.json, made by", "made by"))
     print(md)
     return 0
 
