@@ -158,15 +158,17 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
 
 
 def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> None:
-    # Started with SIGINT ignored (a Ctrl-C while it imports would print a traceback):
-    # from here on a Ctrl-C ends the running trial as interrupted, unless the parent
-    # ignores SIGINT itself (a background job).
+    # Started with SIGINT blocked (see _sigint_held): a Ctrl-C that came while it
+    # imported is delivered here, inside the try, and ends it quietly; from here on a
+    # Ctrl-C ends the running trial as interrupted, unless the parent ignores SIGINT
+    # itself (a background job).
     if interruptible:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if ready is not None:
-        ready.set()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:
+        if ready is not None:
+            ready.set()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         run_job(job)
     except KeyboardInterrupt:
         pass
@@ -177,12 +179,24 @@ def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> No
 
 
 @contextmanager
-def _sigint_ignored():
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _sigint_held():
+    """Start a worker with SIGINT held back. A spawned process inherits the signal mask
+    (not a Python handler), so it starts with SIGINT blocked and sees a Ctrl-C only once
+    it can end cleanly; here a Ctrl-C while the worker starts (seconds: the parent waits
+    until the child has imported enough to read its job) is recorded and raised as
+    KeyboardInterrupt afterwards, never lost and never in the middle of the start."""
+    caught: list[int] = []
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a Ctrl-C held back is recorded now
+        signal.signal(signal.SIGINT, handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def progress_line(study, job: Job, mode: str) -> str:
@@ -241,20 +255,21 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
 
     ready: dict[int, Any] = {}
 
-    def start(i: int):
+    procs: list = []
+
+    def start(i: int) -> None:
         ready[i] = ctx.Event()
         interruptible = signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
         p = ctx.Process(target=_worker_main, args=(job, errors, ready[i], interruptible),
                         name=f"approx-tune-worker-{i}")
-        with _sigint_ignored():  # inherited by the new process until _worker_main
+        with _sigint_held():
             p.start()
-        return p
+            procs[i:i + 1] = [p]  # joined on Ctrl-C, even one raised as the start ends
 
-    procs: list = []
     deaths, max_deaths = 0, max(4, job.n_trials)
     try:
         for i in range(jobs):
-            procs.append(start(i))
+            start(i)
         while True:
             for i, p in enumerate(procs):
                 if p.exitcode not in (None, 0):  # killed (kill -9, out of memory) or crashed in native code
@@ -265,14 +280,14 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
                     if deaths > max_deaths:
                         raise ApproxError(f"worker processes keep dying ({deaths} times; the last with exit "
                                           f"code {p.exitcode}); finished trials are kept", where=WHERE)
-                    procs[i] = start(i)  # goes on with the re-run of its trial
+                    start(i)  # goes on with the re-run of its trial
             if not any(p.is_alive() for p in procs):
                 # a worker killed before it marked its new trial leaves it RUNNING unowned: on SQLite
                 # (one run per file) nothing runs it now, so run it again
                 if not (str(job.storage).startswith("sqlite") and errors.empty() and
                         _recover_dead_worker(study, None)):
                     break
-                procs[0] = start(0)
+                start(0)
             time.sleep(0.2)
             if progress:
                 show(study)

@@ -53,8 +53,6 @@ def test_ctrl_c_stops_all_workers_and_keeps_finished_trials(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="known regression after the sampler/study merges: Ctrl-C while --jobs workers start "
-                          "exits 0 instead of 130 (reproducible); to fix first", strict=False)
 def test_ctrl_c_while_workers_start_prints_no_traceback(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
     cmd = [sys.executable, "-m", "autotuner.cli", "run", f"{ROOT / 'examples/mlir/adaptive_sum.mlir'}:mean",
