@@ -223,7 +223,7 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="comma-separated parts: rag_bm25, rag_dense, tools, rag_bm25_llm, rag_dense_llm, "
-                    "kernels (default: all)")
+                    "tools_llm, kernels (default: all)")
     ap.add_argument("--rag-n-tune", type=int, default=40)
     ap.add_argument("--rag-trials", type=int, default=40)
     ap.add_argument("--rag-seconds", type=float, default=720)
@@ -237,6 +237,10 @@ def main(argv=None) -> int:
     ap.add_argument("--llm-seconds", type=float, default=1200, help="RAG-LLM systems: search time (both modes)")
     ap.add_argument("--llm-jobs", type=int, default=2, help="RAG-LLM systems: worker processes of the search")
     ap.add_argument("--llm-ablate", default="", help="RAG-LLM systems: as --ablate (default: none)")
+    ap.add_argument("--tools-llm-n-tune", type=int, default=12, help="LLM + tools agent: tuning items")
+    ap.add_argument("--tools-llm-n-eval", type=int, default=24, help="LLM + tools agent: held-out items (a "
+                    "multiple of its n-tune)")
+    ap.add_argument("--tools-llm-seconds", type=float, default=1200, help="LLM + tools agent: search time")
     ap.add_argument("--kernel-trials", type=int, default=12)
     ap.add_argument("--kernel-n-tune", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
@@ -257,7 +261,8 @@ def main(argv=None) -> int:
     rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate)
     llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
                jobs=args.llm_jobs, ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
-    sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": llm, "rag_dense_llm": llm,
+    tools_llm = dict(llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval, seconds=args.tools_llm_seconds)
+    sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": llm, "rag_dense_llm": llm, "tools_llm": tools_llm,
              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
                            ablate_levels=ablate)}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}

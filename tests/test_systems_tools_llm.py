@@ -45,7 +45,8 @@ def test_adapters_load_with_their_exits(writer):
 def test_list_knobs_of_the_agent_ir_is_program_knobs(program):
     listed = [k["name"] for k in json.loads(list_knobs(program.ir(), "tools_agent_llm"))]
     assert listed == [k.name for k in program.knobs()] == [
-        "tools.router", "writer.model", "writer.max_new_tokens", "writer.precision", "writer.layers", "writer.skip"]
+        "tools.router", "writer.model", "writer.max_new_tokens", "writer.precision", "writer.layers", "writer.skip",
+        "tools_agent_llm"]
 
 
 def test_knob_zero_is_smollm2_asked_directly(program, writer):
@@ -69,3 +70,13 @@ def test_prompt_and_targets():
     calls = target_calls(item)
     assert len(calls) == 3 and item.check(calls) and parse_calls(format_calls(calls)) == calls
     assert calls_of(None) == [] and "Request: " in tools_prompt(item.question, item.functions)
+
+
+def test_decision_one_is_keyword_routing_and_cue_words(program):
+    """The decision per input at 1 everywhere runs no model: the same calls as the
+    keyword router with the writer skipped."""
+    cheap = program.build({"tools_agent_llm": {"thresholds": [10, 30], "decisions": [1, 1, 1]}})
+    skipped = program.build({"tools.router": {"knob_val": 1}, "writer.skip": {"knob_val": 1}})
+    for category, k, _ in ITEMS:
+        q = query_of(pool_items(category)[k])
+        assert cheap(q) == skipped(q)

