@@ -10,14 +10,14 @@ in the JSON, the reason in the Markdown) instead of stopping the others. With
 
     .venv/bin/python bench/results.py                       # what `make bench` runs
     .venv/bin/python bench/results.py --only rag_dense --rag-n-tune 24   # one part, smaller
-    .venv/bin/python bench/results.py --only rag_bm25_llm,rag_dense_llm  # the SmolLM2 systems
+    .venv/bin/python bench/results.py --only rag_bm25_llm,rag_dense_llm,tools_llm  # the SmolLM2 systems
 
 Defaults: each reader-based system tuned for at most 12-14 minutes, held-out
-evaluation 5x the tuning questions. The SmolLM2 systems (5-6 s per question) search
-for at most 20 minutes each in two worker processes on 8 tuning questions, are
-evaluated on 16 held-out questions (2x) and not ablated (an ablation re-times each
-knob of each chosen point: hours here); with them the whole run takes about 3 hours
-on 2 cores.
+evaluation 5x the tuning questions. The SmolLM2 systems (5-6 s per question or
+request) search for at most 20 minutes each in two worker processes (RAG: 8 tuning
+questions, 16 held out; tools: 16 tuning requests, 32 held out) and are not ablated
+(an ablation re-times each knob of each chosen point: hours here); with them the
+whole run takes about 4 hours on 2 cores.
 """
 
 from __future__ import annotations
@@ -237,8 +237,8 @@ def main(argv=None) -> int:
     ap.add_argument("--llm-seconds", type=float, default=1200, help="RAG-LLM systems: search time (both modes)")
     ap.add_argument("--llm-jobs", type=int, default=2, help="RAG-LLM systems: worker processes of the search")
     ap.add_argument("--llm-ablate", default="", help="RAG-LLM systems: as --ablate (default: none)")
-    ap.add_argument("--tools-llm-n-tune", type=int, default=12, help="LLM + tools agent: tuning items")
-    ap.add_argument("--tools-llm-n-eval", type=int, default=24, help="LLM + tools agent: held-out items (a "
+    ap.add_argument("--tools-llm-n-tune", type=int, default=16, help="LLM + tools agent: tuning items")
+    ap.add_argument("--tools-llm-n-eval", type=int, default=32, help="LLM + tools agent: held-out items (a "
                     "multiple of its n-tune)")
     ap.add_argument("--tools-llm-seconds", type=float, default=1200, help="LLM + tools agent: search time")
     ap.add_argument("--kernel-trials", type=int, default=12)
