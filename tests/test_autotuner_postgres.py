@@ -85,7 +85,7 @@ def test_two_workers_join_one_study_in_postgresql(postgres_url, tmp_path):
     study = optuna.load_study(study_name="pg/dynamic", storage=open_storage(postgres_url))
     workers = {t.user_attrs.get("worker") for t in study.get_trials() if t.state.name == "COMPLETE"}
     assert len(workers) == 2, workers  # both processes ran trials of the one study
-    from autotuner.search import counts
+    from autotuner._records import counts
 
     assert 10 <= counts(study)["evaluated"] <= 11
     assert "postgres@127.0.0.1" in (tmp_path / "w0" / "result.json").read_text()  # the URL, no password
