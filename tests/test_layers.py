@@ -75,3 +75,41 @@ def test_the_private_name_check_finds_one(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("from autotuner.results import _safe_url\nfrom autotuner import study\nstudy._check\n")
     assert [b.split(":", 1)[1] for b in private_uses(probe)] == ["1: autotuner.results._safe_url", "3: study._check"]
+
+
+# the tuner's public surface (autotuner's docstring): the names `autotuner` exports, and three modules
+TUNER_MODULES = ("autotuner", "autotuner.metrics", "autotuner.report", "autotuner.decision_tree")
+
+
+def tuner_uses(path: Path) -> list[str]:
+    """Uses in `path` of tuner modules or names outside the tuner's public surface."""
+    import autotuner
+
+    public = set(autotuner.__all__) | {m.split(".")[1] for m in TUNER_MODULES[1:]}
+    bad = []
+    for line, module, names in imports(path):
+        if module.split(".")[0] != "autotuner":
+            continue
+        if module not in TUNER_MODULES:
+            bad.append(f"{line}: {module}")
+        elif module == "autotuner":
+            bad += [f"{line}: autotuner.{n}" for n in names if n not in public]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "autotuner"
+                and node.attr not in public):
+            bad.append(f"{node.lineno}: autotuner.{node.attr}")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [f"{shown}:{b}" for b in bad]
+
+
+def test_examples_and_benchmarks_use_the_tuner_through_its_public_surface():
+    bad = [b for p in sources("examples", "bench") for b in tuner_uses(p)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_tuner_surface_check_finds_one(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from autotuner.study import tune\nfrom autotuner import front_of, records\n"
+                     "from autotuner.metrics import rbo\nimport autotuner\nautotuner.space\nautotuner.report\n")
+    assert [b.split(":", 1)[1] for b in tuner_uses(probe)] == [
+        "1: autotuner.study", "2: autotuner.records", "5: autotuner.space"]
