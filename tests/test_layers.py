@@ -113,3 +113,39 @@ def test_the_tuner_surface_check_finds_one(tmp_path):
                      "from autotuner.metrics import rbo\nimport autotuner\nautotuner.space\nautotuner.report\n")
     assert [b.split(":", 1)[1] for b in tuner_uses(probe)] == [
         "1: autotuner.study", "2: autotuner.records", "5: autotuner.space"]
+
+
+def global_settings(path: Path) -> list[str]:
+    """Assignments in `path` to an attribute of a toolchain module or of a name imported
+    from one (`measure.SECONDS = 1`): a setting changed for every other caller."""
+    tree = ast.parse(path.read_text(), str(path))
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in TOOLCHAIN}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in TOOLCHAIN:
+            bound |= {a.asname or a.name for a in node.names}
+    bad = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            root = t
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(t, ast.Attribute) and isinstance(root, ast.Name) and root.id in bound:
+                bad.append(f"{node.lineno}: {ast.unparse(t)}")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [f"{shown}:{b}" for b in bad]
+
+
+def test_examples_and_benchmarks_change_no_setting_of_the_toolchain():
+    bad = [b for p in sources("examples", "bench") for b in global_settings(p)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_setting_check_finds_one(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from autotuner import measure\nimport autotuner.study as st\nmeasure.SECONDS = 1\n"
+                     "st.log.level += 1\nprogram = object()\nprogram.deadline = 2\n")
+    assert [b.split(":", 1)[1] for b in global_settings(probe)] == ["3: measure.SECONDS", "4: st.log.level"]
