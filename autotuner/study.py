@@ -47,7 +47,7 @@ from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
-from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
+from autotuner.workers import Job, open_storage, progress_line, run_workers
 
 WHERE = "<approx-tune>"
 log = logging.getLogger(__name__)

@@ -71,7 +71,7 @@ def load_base(gguf: Path | None = None, cache: Path | None = None):
 
     logging.disable_progress_bar()
     verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # loading a GGUF file warns at length about what it converts
+    logging.set_verbosity_error()  # quiet while it loads; the caller's logging stays the caller's
     try:
         return _load_base(gguf, cache)
     finally:
