@@ -1,5 +1,6 @@
 """The layers, checked on the source: the dialect and the passes import nothing above
-them, and the examples and benchmarks use only public names of the toolchain."""
+them; the examples and benchmarks use only public names of the toolchain, the tuner
+only through its public surface, and change none of its settings."""
 
 from __future__ import annotations
 
