@@ -5,6 +5,15 @@
 `autotuner.decision_tree` does not load Optuna. The tuner sits on top: it may
 import every other package of the toolchain (programs, metrics, components) and
 drives programs only through the `Program` protocol (`approx_opt.program`).
+
+The public surface is what this module exports (`__all__`), besides the QoS
+functions (`autotuner.metrics`), the report (`autotuner.report`) and the
+decision-tree learner (`autotuner.decision_tree`); the `_`-prefixed modules are
+the search's internals: `_sampling` (samplers, seeded per trial, repeats
+avoided), `_objective` (staged evaluation of one trial), `_optimize` (the trial
+loop and when it stops), `_seeding` (first trials, re-runs), `_records` (what
+the finished trials say: records, front, counts), `_pareto` (dominance,
+hypervolume).
 """
 
 from __future__ import annotations
@@ -19,9 +28,20 @@ _EXPORTS = {
     "read_result": "autotuner.results",
     "SearchSpace": "autotuner.space",
     "Measurer": "autotuner.measure",
+    "Measurement": "autotuner.measure",
     "get_metric": "autotuner.metrics",
     "MlirProgram": "approx_opt.program",
     "load_program": "autotuner.loading",
+    "ablate_levels": "autotuner.explain",
+    "SAMPLERS": "autotuner._sampling",
+    "DEFAULT_SAMPLER": "autotuner._sampling",
+    "config_key": "autotuner._records",
+    "front_of": "autotuner._records",
+    "trial_counts": "autotuner._records",
+    "enqueue": "autotuner._seeding",
+    "run_search": "autotuner._optimize",
+    "pareto_indices": "autotuner._pareto",
+    "hypervolume": "autotuner._pareto",
 }
 
 __all__ = sorted(_EXPORTS)

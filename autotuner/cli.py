@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner.search import DEFAULT_SAMPLER, SAMPLERS
+from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS
 
 WHERE = "<approx-tune>"
 

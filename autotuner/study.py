@@ -38,14 +38,16 @@ from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
-from autotuner import search
 from autotuner import warm_start as reuse
+from autotuner._records import counts, front, hypervolume_of_study, records
+from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS, TrialSeeded
+from autotuner._seeding import enqueue_seeds, requeue_interrupted
 from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
-from autotuner.workers import Job, build, open_storage, progress_line, run_workers  # noqa: F401 (open_storage: API)
+from autotuner.workers import Job, open_storage, progress_line, run_workers
 
 WHERE = "<approx-tune>"
 log = logging.getLogger(__name__)
@@ -65,7 +67,7 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> 
     storage = open_storage(job.storage)
     study = optuna.create_study(study_name=job.study_name, storage=storage, load_if_exists=True,
                                 directions=["minimize", "maximize"],
-                                sampler=search.TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
+                                sampler=TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
     if study.metric_names is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -86,8 +88,8 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> 
         optuna.storages.fail_stale_trials(study)
     notes += reuse.warm_start(study, job.space, settings["mode"], job.budget, settings, job.storage,
                         job.study_name.rsplit("/", 1)[0], job.warm_start)
-    if search.enqueue_seeds(study, job.space, job.sampler) == 0:
-        search.requeue_interrupted(study)
+    if enqueue_seeds(study, job.space, job.sampler) == 0:
+        requeue_interrupted(study)
     return study
 
 
@@ -206,7 +208,7 @@ def _check(budget, n_trials, jobs, mode, stage_fraction) -> None:
 
 
 def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0.05, n_trials: int = 40,
-         mode: str = "both", sampler: str = search.DEFAULT_SAMPLER, seed: int = 0, storage: str | None = None,
+         mode: str = "both", sampler: str = DEFAULT_SAMPLER, seed: int = 0, storage: str | None = None,
          study_name: str | None = None, out_dir: str | Path | None = None, jobs: int = 1,
          eval_ratio: float = 5.0, eval_inputs=None, eval_references=None, repeats: int = 5,
          stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
@@ -225,7 +227,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     hypervolume has not grown for this many evaluations; `timeout`: seconds for each
     mode's search (checked between trials; finished trials are kept, and the same call
     again resumes).
-    See the module docstrings of `autotuner.measure` and `autotuner.search`."""
+    See the module docstrings of `autotuner.measure` and `autotuner._objective`."""
     _check(budget, n_trials, jobs, mode, stage_fraction)
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
         raise ApproxError(f"patience must be a positive number of evaluations, got {patience!r}", where=WHERE)
@@ -233,8 +235,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         raise ApproxError(f"timeout must be a positive number of seconds, got {timeout!r}", where=WHERE)
     spec = program if isinstance(program, str) else None
     program = as_program(program)
-    if sampler not in search.SAMPLERS:
-        raise ApproxError(f"unknown sampler '{sampler}' (samplers: {', '.join(search.SAMPLERS)})", where=WHERE)
+    if sampler not in SAMPLERS:
+        raise ApproxError(f"unknown sampler '{sampler}' (samplers: {', '.join(SAMPLERS)})", where=WHERE)
     notes: list[str] = []
     spaces = {}
     for m in (("static", "dynamic") if mode == "both" else (mode,)):
@@ -291,7 +293,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         result.exact_seconds_tune = tune_m.exact_seconds()
         result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
     for m, study in studies.items():
-        c = search.counts(study)
+        c = counts(study)
         result.trials += c["evaluated"]
         result.failed_trials += c["failed"]
         result.pruned_trials += c["pruned"]
@@ -299,9 +301,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                              "error": t.user_attrs["error"]}
                             for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
                             if "error" in t.user_attrs and "duplicate_of" not in t.user_attrs]
-        result.hypervolume[m] = search.hypervolume_of_study(study, budget)
-        recs = search.records(study)
-        fr = search.front(recs, budget)
+        result.hypervolume[m] = hypervolume_of_study(study, budget)
+        recs = records(study)
+        fr = front(recs, budget)
         on_front = {r.number for r in fr}
         result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]

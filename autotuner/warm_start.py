@@ -2,7 +2,7 @@
 measured again: a new study starts with the trials of another study of the same
 program (same knobs and settings) copied in as finished trials. They feed the
 sampler's models and the front, are marked `reused_from` (study and trial), and
-are not evaluations of the new study (`search.counts`).
+are not evaluations of the new study (`_records.counts`).
 
 - The dynamic study starts with the static study's trials: a static
   configuration is a dynamic one whose decisions are all equal (`SearchSpace.lift`).
@@ -24,7 +24,7 @@ import optuna
 from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner import search
+from autotuner._records import CONSTRAINT, REUSED, config_key, records
 from autotuner.space import SearchSpace
 
 SAME = ("metric", "objective", "clock", "n_tune", "seed")  # settings a measurement depends on
@@ -72,11 +72,11 @@ def copy_trials(study: optuna.Study, space: SearchSpace, source: optuna.Study, b
     configurations of `space` and not in `study` yet; the number added."""
     have = {t.user_attrs.get("key") for t in study.get_trials(deepcopy=False)}
     added = 0
-    for r in search.records(source):
+    for r in records(source):
         if r.pruned or r.duplicate:
             continue
         config = space.lift(r.config)
-        key = search.config_key(config) if config is not None else None
+        key = config_key(config) if config is not None else None
         if key is None or key in have:
             continue
         trial = optuna.trial.FixedTrial(space.params_of(config))
@@ -85,10 +85,10 @@ def copy_trials(study: optuna.Study, space: SearchSpace, source: optuna.Study, b
         except ValueError:  # a value outside this (narrowed) space
             continue
         attrs = {k: r.attrs[k] for k in COPIED_ATTRS if k in r.attrs}
-        attrs.update(config=config, key=key, **{search.REUSED: f"{source.study_name}#{r.number}"})
+        attrs.update(config=config, key=key, **{REUSED: f"{source.study_name}#{r.number}"})
         study.add_trial(optuna.trial.create_trial(
             params=trial.params, distributions=trial.distributions, values=[r.qos_loss, r.speedup],
-            user_attrs=attrs, constraints={search.CONSTRAINT: r.qos_loss - budget}))
+            user_attrs=attrs, constraints={CONSTRAINT: r.qos_loss - budget}))
         have.add(key)
         added += 1
     return added
@@ -99,7 +99,7 @@ def warm_start(study: optuna.Study, space: SearchSpace, mode: str, budget: float
     """On a new study of `mode` (no trials but queued ones): copy the trials of this
     run's static study (for the dynamic mode) and of the earlier study `earlier`;
     notes saying what was reused."""
-    if any(t.state != TrialState.WAITING or search.REUSED in t.user_attrs for t in study.get_trials(deepcopy=False)):
+    if any(t.state != TrialState.WAITING or REUSED in t.user_attrs for t in study.get_trials(deepcopy=False)):
         return []  # not new (queued first trials are fine: `examples/systems/tuning.py` queues them)
     sources = []
     if mode == "dynamic":

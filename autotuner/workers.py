@@ -31,7 +31,11 @@ from typing import Any, Callable
 import optuna
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner import search
+from autotuner._objective import Objective
+from autotuner._optimize import optimize
+from autotuner._records import config_key, counts, front, hypervolume_of_study, records
+from autotuner._sampling import TrialSeeded
+from autotuner._seeding import requeue_interrupted
 from autotuner.loading import as_program
 from autotuner.measure import TUNING_TIMING_SECONDS, Measurer
 from autotuner.results import _safe_url
@@ -134,7 +138,7 @@ _BUILT: OrderedDict[tuple, Callable] = OrderedDict()
 def build(program, config: dict) -> Callable:
     """`program.build(config)`, remembered (the slice and the full split, a resumed
     study and the held-out evaluation use one build; the pipeline costs ~0.1 s)."""
-    key = (getattr(program, "text", None) or id(program), getattr(program, "entry", ""), search.config_key(config))
+    key = (getattr(program, "text", None) or id(program), getattr(program, "entry", ""), config_key(config))
     if key not in _BUILT:
         _BUILT[key] = program.build(config)
         while len(_BUILT) > 128:
@@ -148,13 +152,13 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
     job = replace(job, program=as_program(job.program))
     m = measurer or _measurer(job)
     study = optuna.load_study(study_name=job.study_name, storage=open_storage(job.storage),
-                              sampler=search.TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
+                              sampler=TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
 
     def evaluate(config, n=None):
         return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)
 
-    objective = search.Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=job.n_trials)
-    search.optimize(study, objective, job.n_trials, job.space.size(), callbacks, job.patience, job.deadline)
+    objective = Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=job.n_trials)
+    optimize(study, objective, job.n_trials, job.space.size(), callbacks, job.patience, job.deadline)
 
 
 def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> None:
@@ -200,10 +204,10 @@ def _sigint_held():
 
 
 def progress_line(study, job: Job, mode: str) -> str:
-    c = search.counts(study)
-    fr = search.front(search.records(study), job.budget)
+    c = counts(study)
+    fr = front(records(study), job.budget)
     best = max((r.speedup for r in fr), default=float("nan"))
-    curve = search.hypervolume_of_study(study, job.budget)
+    curve = hypervolume_of_study(study, job.budget)
     grew = max((i for i in range(1, len(curve)) if curve[i] > curve[i - 1]), default=0)
     reused = f", reused {c['reused']}" if c["reused"] else ""
     return (f"[approx-tune {mode}] trials {c['evaluated']}/{job.n_trials} (pruned {c['pruned']}, "
@@ -232,7 +236,7 @@ def _recover_dead_worker(study, pid: int | None) -> int:
         if pid is None or t.system_attrs.get("worker") == me:
             study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
             n += 1
-    search.requeue_interrupted(study)
+    requeue_interrupted(study)
     return n
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 LEVELS = ("1", "5", "10")
+BUDGET = 0.10  # QoS-loss budget of every kernel's search
 MODES = ("static", "dynamic")
 # ApproxMLIR reports its kernels at 1 / 5 / 10 % QoS loss; their figures are not
 # reproduced here (not at hand): "n/a" rather than invented numbers.
@@ -55,18 +56,14 @@ def _dynamic_of(space, config: dict) -> dict:
     return out
 
 
-def _warm_start(program, storage: str, study_name: str, static_front) -> None:
-    """Queue, on a new dynamic study, the tuner's own seeds and then the static front
+def _warm_start(space, storage: str, name: str, budget: float) -> None:
+    """Queue, on the new dynamic study, the tuner's own seeds and then the static front
     (a static configuration is a ladder whose decisions are all equal), so the
     dynamic search starts from what the static one found."""
-    import optuna
+    from autotuner import enqueue, front_of
 
-    from autotuner.space import SearchSpace
-
-    space = SearchSpace.from_program(program, "dynamic")
-    study = optuna.create_study(study_name=study_name, storage=storage, directions=["minimize", "maximize"])
-    for cfg in [*space.seeds(), *(_dynamic_of(space, p.knobs) for p in static_front)]:
-        study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
+    static = front_of(storage, f"{name}/static", budget)
+    enqueue(storage, f"{name}/dynamic", space, [*space.seeds(), *(_dynamic_of(space, c) for c in static)])
 
 
 def _best(result, mode: str, notes: list[str]) -> dict[str, float]:
@@ -83,22 +80,22 @@ def _best(result, mode: str, notes: list[str]) -> dict[str, float]:
 def tune_kernel(name: str, trials: int, seed: int = 0, n_tune: int = 4, repeats: int = 3) -> KernelRun:
     """Tune one kernel (static, then dynamic warm-started from the static front;
     `trials` evaluations each) and read the held-out fronts."""
-    from autotuner import tune
-    from autotuner.space import SearchSpace
+    from autotuner import SearchSpace, tune
     from examples.kernels import kernel
 
     t0 = time.perf_counter()
     mod = kernel(name)
     tune_in, eval_in = mod.make_inputs(n_tune, seed)
     notes = [f"embeddings: {mod.embedding_source()}"] if name == "kb" else []
-    common = dict(eval_inputs=eval_in, metric=mod.METRIC, budget=0.10, n_trials=trials, seed=seed, clock="cpu",
+    common = dict(eval_inputs=eval_in, metric=mod.METRIC, budget=BUDGET, n_trials=trials, seed=seed, clock="cpu",
                   repeats=repeats, study_name=name)
     with tempfile.TemporaryDirectory(prefix=f"kernels-{name}-") as out:
         storage = f"sqlite:///{Path(out) / 'study.db'}"
         static = tune(mod.program, tune_in, mode="static", storage=storage, out_dir=out, **common)
         results = {"static": static}
-        if any(d.dynamic for d in SearchSpace.from_program(mod.program, "dynamic").dims):
-            _warm_start(mod.program, storage, f"{name}/dynamic", static.front_of("static"))
+        space = SearchSpace.from_program(mod.program, "dynamic")
+        if any(d.dynamic for d in space.dims):
+            _warm_start(space, storage, name, BUDGET)
             results["dynamic"] = tune(mod.program, tune_in, mode="dynamic", storage=storage, out_dir=out, **common)
     speedups = {mode: _best(r, mode, notes) for mode, r in results.items()}
     points = {mode: _points(r, mode) for mode, r in results.items()}

@@ -79,25 +79,16 @@ def kernel_inputs(count: int = 36, n: int = 40_000, knobs: int = 3, seed: int = 
 def replay(land, method: str, seed: int, evals: int) -> list[tuple[float, float]]:
     """Run the tuner's search against a recorded landscape; the (loss, speedup) of
     each evaluation in order (a configuration proposed again is not an evaluation)."""
-    import optuna
+    from autotuner import Measurement, config_key, run_search
 
-    from autotuner import search
-    from autotuner.measure import Measurement
-
-    space = land.space()
-    study = optuna.create_study(directions=["minimize", "maximize"],
-                                sampler=search.TrialSeeded(method, seed, evals, land.budget))
-    if method != "random":
-        search.enqueue_seeds(study, space, method)
     order: list[tuple[float, float]] = []
 
     def evaluate(config, n=None):
-        loss, speedup = land.table[search.config_key(config)]
+        loss, speedup = land.table[config_key(config)]
         order.append((loss, speedup))
         return Measurement(loss, speedup, float("nan"), 1 - loss, 1)
 
-    objective = search.Objective(space, evaluate, land.budget)
-    search.optimize(study, objective, evals, space.size())
+    run_search(land.space(), evaluate, land.budget, evals, sampler=method, seed=seed, seeds=method != "random")
     return order
 
 
@@ -108,7 +99,7 @@ def marks_for(total: int) -> list[int]:
 
 def bench_landscape(land, methods, seeds: int = 10) -> dict:
     """method -> (mean curve, min curve, median evaluations to 95 % (inf: never), seconds)."""
-    from autotuner.search import hypervolume
+    from autotuner import hypervolume
 
     full_hv = hypervolume(list(land.table.values()), land.budget)
     marks = marks_for(len(land.table))
@@ -131,7 +122,7 @@ LABELS = {"nsga2": "NSGA-II + seeds", "predictive": "predictive (Bayesian additi
 
 
 def print_table(land, rows: dict, default: str) -> None:
-    from autotuner.search import hypervolume
+    from autotuner import hypervolume
 
     full = list(land.table.values())
     total, marks = len(full), marks_for(len(full))
@@ -154,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import optuna
 
-    from autotuner.search import DEFAULT_SAMPLER, SAMPLERS
+    from autotuner import DEFAULT_SAMPLER, SAMPLERS
     from bench.tuning_landscapes import DIR, NAMES, Landscape
 
     p = argparse.ArgumentParser(description="tuning efficiency on recorded landscapes")

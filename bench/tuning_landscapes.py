@@ -34,8 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autotuner.search import config_key  # noqa: E402
-from autotuner.space import SearchSpace  # noqa: E402
+from autotuner import SearchSpace, config_key  # noqa: E402
 from passes.knobs import KnobSpec  # noqa: E402
 
 DIR = Path(__file__).resolve().parent / "landscapes"
@@ -104,7 +103,7 @@ def measure_every(program, space: SearchSpace, inputs, references, metric, clock
     """Every configuration measured `rounds` times, in a new random order each round
     (load changes of a shared machine then hit configurations alike): key -> (QoS
     loss, median speedup over the rounds)."""
-    from autotuner.measure import Measurer
+    from autotuner import Measurer
 
     m = Measurer(program, inputs, references, metric, repeats=repeats, clock=clock)
     configs = configurations(space)

@@ -80,12 +80,12 @@ def test_two_workers_join_one_study_in_postgresql(postgres_url, tmp_path):
         for p in procs:
             p.kill()
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
-    from autotuner.study import open_storage
+    from autotuner import open_storage
 
     study = optuna.load_study(study_name="pg/dynamic", storage=open_storage(postgres_url))
     workers = {t.user_attrs.get("worker") for t in study.get_trials() if t.state.name == "COMPLETE"}
     assert len(workers) == 2, workers  # both processes ran trials of the one study
-    from autotuner.search import counts
+    from autotuner._records import counts
 
     assert 10 <= counts(study)["evaluated"] <= 11
     assert "postgres@127.0.0.1" in (tmp_path / "w0" / "result.json").read_text()  # the URL, no password

@@ -13,10 +13,11 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
-from autotuner import search, tune
+from autotuner import DEFAULT_SAMPLER, tune
+from autotuner._pareto import hypervolume, hypervolume_curve
+from autotuner._records import REUSED, counts
 from autotuner.cli import main as cli_main
 from autotuner.loading import as_program
-from autotuner.pareto import hypervolume, hypervolume_curve
 from autotuner.space import SearchSpace
 from bench.tuning_bench import kernel_inputs, kernel_text
 
@@ -45,11 +46,11 @@ def study_of(out: Path, name: str) -> optuna.Study:
 def measured_keys(study) -> list[str]:
     """Keys of the configurations this study measured itself (not reused, not repeats)."""
     return [t.user_attrs["key"] for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
-            if search.REUSED not in t.user_attrs and "duplicate_of" not in t.user_attrs]
+            if REUSED not in t.user_attrs and "duplicate_of" not in t.user_attrs]
 
 
 def reused_keys(study) -> list[str]:
-    return [t.user_attrs["key"] for t in study.get_trials() if search.REUSED in t.user_attrs]
+    return [t.user_attrs["key"] for t in study.get_trials() if REUSED in t.user_attrs]
 
 
 def test_hypervolume_curve_grows_with_each_point_that_enlarges_the_front():
@@ -74,7 +75,7 @@ def test_static_trials_seed_the_dynamic_study_and_nothing_is_measured_twice(tmp_
     # lifted: every decision the static value
     assert len(reused) == n_static and all('"decisions"' in k for k in reused)
     assert not set(measured_keys(dynamic)) & set(reused)  # the dynamic search measured none of them again
-    assert search.counts(dynamic)["evaluated"] == 8 and r.trials == n_static + 8  # reused ones are not evaluations
+    assert counts(dynamic)["evaluated"] == 8 and r.trials == n_static + 8  # reused ones are not evaluations
     assert r.hypervolume["dynamic"][0] == pytest.approx(r.hypervolume["static"][-1])  # starts where static ended
 
 
@@ -123,7 +124,7 @@ def test_default_sampler_finds_the_recorded_dots_front_within_a_tenth_of_the_spa
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     land = Landscape.load("dots")
-    order = replay(land, search.DEFAULT_SAMPLER, 0, 13)
+    order = replay(land, DEFAULT_SAMPLER, 0, 13)
     assert len(order) == 13 == len(set(order))  # 10 % of 125, no configuration twice
     assert hypervolume(order, land.budget) >= 0.95 * hypervolume(list(land.table.values()), land.budget)
 

@@ -12,8 +12,9 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
-from autotuner import search, tune
-from autotuner.search import dominates
+from autotuner import config_key, hypervolume, tune
+from autotuner._pareto import dominates
+from autotuner._records import counts
 from bench.tuning_bench import kernel_inputs, kernel_text
 from passes.knobs import KnobSpec
 
@@ -192,7 +193,7 @@ def test_two_jobs_share_one_sqlite_study(tmp_path):
     study = optuna.load_study(study_name="dots.mlir:main/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
     workers = {t.user_attrs["worker"] for t in study.get_trials() if "worker" in t.user_attrs}
     assert len(workers) == 2
-    assert 12 <= search.counts(study)["evaluated"] <= 13 and r.trials == search.counts(study)["evaluated"]
+    assert 12 <= counts(study)["evaluated"] <= 13 and r.trials == counts(study)["evaluated"]
 
 
 class Additive:
@@ -217,8 +218,6 @@ class Additive:
 def test_predictive_sampler_finds_an_additive_front_with_a_sixth_of_the_space(tmp_path):
     import itertools
 
-    from autotuner.search import hypervolume
-
     r = tune(Additive(), [1.0 + i for i in range(12)], budget=0.05, n_trials=20, mode="static",
              sampler="predictive", objective="money", money=Additive.cost, out_dir=tmp_path, evaluate=False, **FAST)
     assert len({json_key(t.knobs) for t in r.all_trials}) == len(r.all_trials) == 20  # no repeats
@@ -231,4 +230,4 @@ def test_predictive_sampler_finds_an_additive_front_with_a_sixth_of_the_space(tm
 
 
 def json_key(knobs):
-    return search.config_key(knobs)
+    return config_key(knobs)

@@ -1,5 +1,6 @@
 """The layers, checked on the source: the dialect and the passes import nothing above
-them, and the examples and benchmarks use only public names of the toolchain."""
+them; the examples and benchmarks use only public names of the toolchain, the tuner
+only through its public surface, and change none of its settings."""
 
 from __future__ import annotations
 
@@ -75,3 +76,77 @@ def test_the_private_name_check_finds_one(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("from autotuner.results import _safe_url\nfrom autotuner import study\nstudy._check\n")
     assert [b.split(":", 1)[1] for b in private_uses(probe)] == ["1: autotuner.results._safe_url", "3: study._check"]
+
+
+# the tuner's public surface (autotuner's docstring): the names `autotuner` exports, and three modules
+TUNER_MODULES = ("autotuner", "autotuner.metrics", "autotuner.report", "autotuner.decision_tree")
+
+
+def tuner_uses(path: Path) -> list[str]:
+    """Uses in `path` of tuner modules or names outside the tuner's public surface."""
+    import autotuner
+
+    public = set(autotuner.__all__) | {m.split(".")[1] for m in TUNER_MODULES[1:]}
+    bad = []
+    for line, module, names in imports(path):
+        if module.split(".")[0] != "autotuner":
+            continue
+        if module not in TUNER_MODULES:
+            bad.append(f"{line}: {module}")
+        elif module == "autotuner":
+            bad += [f"{line}: autotuner.{n}" for n in names if n not in public]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "autotuner"
+                and node.attr not in public):
+            bad.append(f"{node.lineno}: autotuner.{node.attr}")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [f"{shown}:{b}" for b in bad]
+
+
+def test_examples_and_benchmarks_use_the_tuner_through_its_public_surface():
+    bad = [b for p in sources("examples", "bench") for b in tuner_uses(p)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_tuner_surface_check_finds_one(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from autotuner.study import tune\nfrom autotuner import front_of, records\n"
+                     "from autotuner.metrics import rbo\nimport autotuner\nautotuner.space\nautotuner.report\n")
+    assert [b.split(":", 1)[1] for b in tuner_uses(probe)] == [
+        "1: autotuner.study", "2: autotuner.records", "5: autotuner.space"]
+
+
+def global_settings(path: Path) -> list[str]:
+    """Assignments in `path` to an attribute of a toolchain module or of a name imported
+    from one (`measure.SECONDS = 1`): a setting changed for every other caller."""
+    tree = ast.parse(path.read_text(), str(path))
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in TOOLCHAIN}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in TOOLCHAIN:
+            bound |= {a.asname or a.name for a in node.names}
+    bad = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            root = t
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(t, ast.Attribute) and isinstance(root, ast.Name) and root.id in bound:
+                bad.append(f"{node.lineno}: {ast.unparse(t)}")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [f"{shown}:{b}" for b in bad]
+
+
+def test_examples_and_benchmarks_change_no_setting_of_the_toolchain():
+    bad = [b for p in sources("examples", "bench") for b in global_settings(p)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_setting_check_finds_one(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from autotuner import measure\nimport autotuner.study as st\nmeasure.SECONDS = 1\n"
+                     "st.log.level += 1\nprogram = object()\nprogram.deadline = 2\n")
+    assert [b.split(":", 1)[1] for b in global_settings(probe)] == ["3: measure.SECONDS", "4: st.log.level"]

@@ -130,3 +130,18 @@ def test_errors_are_one_line(lm, tmp_path):
     with pytest.raises(ApproxError, match="cannot read the adapter file") as err:
         load_adapter(lm.model, bad)  # fails reading the file, before anything is attached
     assert "\n" not in str(err.value)
+
+
+def test_loading_leaves_the_callers_transformers_verbosity(tmp_path):
+    from transformers.utils import logging
+
+    from frontends.components.llm.smollm import load_base
+
+    before = logging.get_verbosity()
+    logging.set_verbosity_info()
+    try:
+        with pytest.raises(ApproxError, match="cannot load the GGUF model"):
+            load_base(tmp_path / "missing.gguf", cache=tmp_path)  # quiet while it loads, and after a failure too
+        assert logging.get_verbosity() == logging.INFO
+    finally:
+        logging.set_verbosity(before)

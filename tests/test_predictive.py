@@ -12,9 +12,14 @@ import optuna
 import pytest
 from optuna.distributions import IntDistribution
 
-from autotuner import search
+from autotuner import config_key
+from autotuner._objective import Objective
+from autotuner._optimize import optimize
+from autotuner._pareto import hypervolume
+from autotuner._records import counts, hypervolume_of_study
+from autotuner._sampling import TrialSeeded
+from autotuner._seeding import enqueue_seeds
 from autotuner.measure import Measurement
-from autotuner.pareto import hypervolume
 from autotuner.predictive import PredictiveSampler
 from autotuner.predictive_model import GRID_LEVELS, level_index, levels_of
 from autotuner.space import SearchSpace
@@ -47,9 +52,9 @@ def run(space: SearchSpace, figures, n: int, patience: int | None = None, sample
         return Measurement(loss, speedup, float("nan"), 1 - loss, 1)
 
     study = optuna.create_study(directions=["minimize", "maximize"],
-                                sampler=sampler or search.TrialSeeded("predictive", 0, n, 0.05))
-    search.enqueue_seeds(study, space, "predictive")
-    search.optimize(study, search.Objective(space, evaluate, 0.05), n, space.size(), patience=patience)
+                                sampler=sampler or TrialSeeded("predictive", 0, n, 0.05))
+    enqueue_seeds(study, space, "predictive")
+    optimize(study, Objective(space, evaluate, 0.05), n, space.size(), patience=patience)
     return measured, study
 
 
@@ -63,8 +68,8 @@ def test_exact_configuration_first_then_each_knob_alone_among_the_first_proposal
 def test_no_configuration_is_measured_twice_and_the_search_stops_when_the_space_is_spent():
     space = static_space(2, (0, 1, 2))
     measured, study = run(space, lambda c: (0.01 * sum(v["knob_val"] for v in c.values()), 1.0), 20)
-    keys = [search.config_key(c) for c in measured]
-    assert len(keys) == len(set(keys)) == 9 == search.counts(study)["evaluated"]  # all of 3 x 3, once each
+    keys = [config_key(c) for c in measured]
+    assert len(keys) == len(set(keys)) == 9 == counts(study)["evaluated"]  # all of 3 x 3, once each
 
 
 def test_an_additive_front_is_found_within_a_sixth_of_the_space():
@@ -77,7 +82,7 @@ def test_an_additive_front_is_found_within_a_sixth_of_the_space():
 
 def test_patience_stops_once_the_front_stops_growing():
     measured, study = run(static_space(), additive, 60, patience=3)
-    curve = search.hypervolume_of_study(study, 0.05)
+    curve = hypervolume_of_study(study, 0.05)
     assert len(measured) == len(curve) - 1 < 60
     assert curve[-1] == curve[-4] > 0 and all(curve[i] < curve[i + 3] for i in range(len(curve) - 4))
 
@@ -105,5 +110,5 @@ def test_a_dynamic_space_with_wide_thresholds_and_too_many_configurations_is_not
 
     sampler = PredictiveSampler(0.05, seed=0, n_trials=12)
     measured, _ = run(space, figures, 12, sampler=sampler)
-    assert not sampler._use_fallback and len({search.config_key(c) for c in measured}) == 12
+    assert not sampler._use_fallback and len({config_key(c) for c in measured}) == 12
     assert any(c["read"]["decisions"] != [0, 0, 0] for c in measured)

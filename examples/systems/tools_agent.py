@@ -234,35 +234,17 @@ def seed_dynamic(program, storage: str, base: str, budget: float, limit: int) ->
     (decisions all equal), and those whose agent knob is 0 with the cheap path where the
     development split says it loses little (SEED_DECISIONS, thresholds 10 and 30: no
     required string / one or two / three or more); at most `limit`; returns how many."""
-    import optuna
+    from autotuner import SearchSpace, enqueue, front_of
 
-    from autotuner import search
-    from autotuner.space import SearchSpace
-    from autotuner.study import open_storage
-
-    store = open_storage(storage)
-    dyn = optuna.create_study(study_name=f"{base}/dynamic", storage=store, load_if_exists=True,
-                              directions=["minimize", "maximize"])
-    if dyn.get_trials(deepcopy=False):
-        return 0
     space = SearchSpace.from_program(program, "dynamic")
-    static = optuna.load_study(study_name=f"{base}/static", storage=store)
-    front = sorted(search.front(search.records(static), budget), key=lambda r: -r.speedup)
     as_is, variants = [], []
     knob = program.decision
-    for r in front:
-        k = r.config[knob]["knob_val"]
-        as_is.append({**r.config, knob: {"thresholds": [10, 30], "decisions": [k] * 3}})
+    for config in reversed(front_of(storage, f"{base}/static", budget)):  # fastest first
+        k = config[knob]["knob_val"]
+        as_is.append({**config, knob: {"thresholds": [10, 30], "decisions": [k] * 3}})
         if k == 0:
-            variants += [{**r.config, knob: {"thresholds": [10, 30], "decisions": list(d)}}
-                         for d in SEED_DECISIONS]
-    seen: dict = {}
-    for cfg in as_is + variants:
-        if len(seen) < limit:
-            seen.setdefault(search.config_key(cfg), cfg)
-    for cfg in seen.values():
-        dyn.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
-    return len(seen)
+            variants += [{**config, knob: {"thresholds": [10, 30], "decisions": list(d)}} for d in SEED_DECISIONS]
+    return enqueue(storage, f"{base}/dynamic", space, as_is + variants, limit)
 
 
 @functools.lru_cache(maxsize=1)

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotuner.results import TuningResult
+from autotuner import TuningResult
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25:system", "rag_dense": "examples.systems.rag_dense:system",
@@ -68,16 +68,9 @@ def load_system(name: str):
 
 def evaluated_trials(storage: str, study_name: str) -> int:
     """Trials of a study that were measured (0 when the study does not exist)."""
-    import optuna
+    from autotuner import trial_counts
 
-    from autotuner import search
-    from autotuner.study import open_storage
-
-    try:
-        study = optuna.load_study(study_name=study_name, storage=open_storage(storage))
-    except KeyError:
-        return 0
-    return search.counts(study)["evaluated"]
+    return trial_counts(storage, study_name)["evaluated"]
 
 
 def held_out_speedup(result, percent: int, mode: str) -> float:
@@ -125,8 +118,7 @@ def explain_levels(result, program, inputs, references, metric, levels, clock: s
     import sys
 
     from approx_dialect.diagnostics import ApproxError
-    from autotuner.explain import ablate_levels
-    from autotuner.measure import Measurer
+    from autotuner import Measurer, ablate_levels
 
     try:
         m = Measurer(program, inputs, references, metric, 1, what="evaluation", clock=clock)
@@ -150,7 +142,7 @@ def search_static_then_dynamic(program, inputs, references, *, name: str, trials
     between trials, which keeps the finished ones). Returns the evaluated trials per mode."""
     import os
 
-    from autotuner.study import tune
+    from autotuner import tune
     from examples.systems.common import DEADLINE_ENV, TimeUp
 
     if jobs > 1 and spec is None:
@@ -209,7 +201,7 @@ def merge_static_front(result, program) -> None:
     dynamic front is the Pareto front (on the tuning split) of the dynamic trials and
     the static front's configurations, these with the figures measured in the static
     study (one program, measured once: timing noise does not rank it twice)."""
-    from autotuner.search import pareto_indices
+    from autotuner import pareto_indices
 
     ladders = [s for s in program.knobs() if s.kind == "ladder"]
     static = [p for p in result.front if p.mode == "static"]
@@ -236,30 +228,11 @@ def merge_static_front(result, program) -> None:
 def seed_dynamic(program, storage: str, base: str, budget: float, narrow: dict, fix: dict, states: list[int],
                  limit: int) -> int:
     """Queue the dynamic study's first trials (at most `limit`); returns how many."""
-    import optuna
+    from autotuner import SearchSpace, enqueue, front_of
 
-    from autotuner import search
-    from autotuner.space import SearchSpace
-    from autotuner.study import open_storage
-
-    store = open_storage(storage)
-    dyn = optuna.create_study(study_name=f"{base}/dynamic", storage=store, load_if_exists=True,
-                              directions=["minimize", "maximize"])
-    if dyn.get_trials(deepcopy=False):
-        return 0
     space = SearchSpace.from_program(program, "dynamic").narrow(dict(narrow)).fix(dict(fix))
-    try:
-        static = optuna.load_study(study_name=f"{base}/static", storage=store)
-        front = sorted(search.front(search.records(static), budget), key=lambda r: (r.qos_loss, -r.speedup))
-    except KeyError:
-        front = []
-    seen = []
-    for cfg in dynamic_seeds(space, [r.config for r in front], states):
-        key = search.config_key(cfg)
-        if key not in seen and len(seen) < limit:
-            seen.append(key)
-            dyn.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
-    return len(seen)
+    static = front_of(storage, f"{base}/static", budget)  # least approximate first
+    return enqueue(storage, f"{base}/dynamic", space, dynamic_seeds(space, static, states), limit)
 
 
 def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = None,
@@ -274,7 +247,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     skips the held-out evaluation (paired timing, `eval_repeats` rounds at most).
     `ablate_levels` (percent QoS-loss levels): ablate the chosen point of each on the
     first `n_tune` held-out questions."""
-    from autotuner.study import tune
+    from autotuner import tune
     from examples.systems.common import METRIC, NARROW, question_sets
 
     start = time.perf_counter()

@@ -67,11 +67,20 @@ def load_base(gguf: Path | None = None, cache: Path | None = None):
     """(model, tokenizer): the float32 base model, from the cache folder when it
     holds one, else dequantised from the GGUF file and saved there."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging
 
     logging.disable_progress_bar()
-    logging.set_verbosity_error()
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()  # quiet while it loads; the caller's logging stays the caller's
+    try:
+        return _load_base(gguf, cache)
+    finally:
+        logging.set_verbosity(verbosity)
+
+
+def _load_base(gguf: Path | None, cache: Path | None):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     folder = (cache or cache_dir()) / CACHE_NAME
     if (folder / "config.json").is_file():
         try:

@@ -1,0 +1,68 @@
+"""The trials a study starts with or runs again: the seeds of a new study (the
+exact configuration, each knob alone), configurations a caller queues (e.g. a
+dynamic study's first trials from the static front), and re-runs of interrupted
+trials with their seeding index, so a resumed study evaluates what an
+uninterrupted one would have."""
+
+from __future__ import annotations
+
+import optuna
+
+from autotuner._records import REUSED, config_key, interrupted
+from autotuner._sampling import DEFAULT_SAMPLER
+from autotuner.space import SearchSpace
+
+
+def enqueue_seeds(study: optuna.Study, space: SearchSpace, sampler: str = DEFAULT_SAMPLER) -> int:
+    """On a new study (no trials but reused measurements): queue the exact configuration
+    and each knob alone at its middle value (`SearchSpace.seeds`), those not measured yet.
+    The predictive sampler gets the exact one only: it measures each knob alone itself,
+    between its own proposals (`autotuner.predictive`)."""
+    trials = study.get_trials(deepcopy=False)
+    if any(REUSED not in t.user_attrs for t in trials):
+        return 0
+    measured = {t.user_attrs.get("key") for t in trials}
+    seeds = space.seeds()[:1] if sampler == "predictive" else space.seeds()
+    seeds = [cfg for cfg in seeds if config_key(cfg) not in measured]
+    for cfg in seeds:
+        study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
+    return len(seeds)
+
+
+def requeue_interrupted(study: optuna.Study) -> int:
+    """Queue a re-run of every interrupted trial not re-run yet (its parameters and
+    seeding index); the number queued."""
+    trials = study.get_trials(deepcopy=False)
+    done = {t.user_attrs["rerun_of"] for t in trials if "rerun_of" in t.user_attrs}
+    n = 0
+    for t in trials:
+        if interrupted(t) and t.number not in done:
+            params = dict(t.system_attrs.get("fixed_params") or {})
+            if "key" in t.user_attrs:  # it had its configuration (part of it: sampled again, same RNG draws)
+                params.update(t.params)
+            attempt = t.user_attrs.get("attempt", 1) + 1
+            study.enqueue_trial(params, user_attrs={"rerun_of": t.number, "attempt": attempt})
+            n += 1
+    return n
+
+
+def enqueue(storage: str, study_name: str, space: SearchSpace, configs: list[dict], limit: int | None = None) -> int:
+    """Queue `configs` (configurations of `space`) as the first trials of a new study,
+    each once, in order, at most `limit` of them; the number queued (0 when the study
+    has trials already: a resume keeps what it queued). `tune()` with the same
+    storage and study name then evaluates them before its own proposals, and adds no
+    seeds of its own."""
+    from autotuner.workers import open_storage
+
+    study = optuna.create_study(study_name=study_name, storage=open_storage(storage), load_if_exists=True,
+                                directions=["minimize", "maximize"])
+    if study.get_trials(deepcopy=False):
+        return 0
+    seen: dict[str, dict] = {}
+    for cfg in configs:
+        if limit is not None and len(seen) >= limit:
+            break
+        seen.setdefault(config_key(cfg), cfg)
+    for cfg in seen.values():
+        study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
+    return len(seen)
