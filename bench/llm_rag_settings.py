@@ -26,7 +26,7 @@ SETTINGS = ({"answer.passages": 2}, {"bm25.top_k": 1}, {"answer.sentences": 1}, 
 
 
 def measure(name: str, n_tune: int, n_eval: int, seed: int = 0, settings=SETTINGS, log=print) -> list[dict]:
-    from autotuner.measure import Measurer
+    from autotuner import Measurer
     from examples.systems.common import METRIC, one_thread, question_sets
     from examples.systems.tuning import load_system
 
