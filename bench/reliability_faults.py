@@ -2,7 +2,7 @@
 components (tests/faulty_components.py), a few hundred of them across the
 kinds, and a tuning study where most configurations use a faulty component.
 
-For every injection: with an exact path (Fallback, Cascade, SafetyContract, the
+For every injection: with an exact path (Fallback, ModelCascade, SafetyContract, the
 exact tool) the output must equal the exact path's (a fallback taken); without
 one it must be one ApproxError line naming the component (a clear error).
 Anything else is counted as a traceback (another exception, a multi-line or
@@ -70,18 +70,18 @@ class Tally:
 
 
 def http_faults(t: Tally, server, exact, qs, corpus, rounds: int) -> None:
-    from frontends.components.llm.ladder import Cascade, Fallback
+    from frontends.components.llm.escalation import Fallback, ModelCascade
 
     ctx = corpus[:3]
     for fault in F.HTTP_FAULTS:
         model = server.model(fault)
-        ladders = {"Fallback": Fallback(model, exact), "Cascade": Cascade([model], exact, [0.5], knob=1)}
+        escalations = {"Fallback": Fallback(model, exact), "ModelCascade": ModelCascade([model], exact, [0.5], knob=1)}
         for i in range(rounds):
             q = qs[i % len(qs)]
             t.alone(f"llm backend: {fault}", server.url, lambda: model.answer(q, ctx, 4))
             want = exact.answer(q, ctx, 4).text
-            for name, ladder in ladders.items():
-                t.guarded(f"llm backend: {fault}", lambda: ladder.answer(q, ctx, 4).text, want, 0, lambda: 1)
+            for name, escalation in escalations.items():
+                t.guarded(f"llm backend: {fault}", lambda: escalation.answer(q, ctx, 4).text, want, 0, lambda: 1)
         F.ACTIVE.update(exact=exact, approx=model)
         before = F.RECOVERED["answer"]
         for i in range(rounds // 2):
@@ -92,7 +92,7 @@ def http_faults(t: Tally, server, exact, qs, corpus, rounds: int) -> None:
 
 
 def model_faults(t: Tally, exact, qs, corpus, rounds: int) -> None:
-    from frontends.components.llm.ladder import Cascade, Fallback
+    from frontends.components.llm.escalation import Fallback, ModelCascade
 
     ctx = corpus[:3]
     want4 = {q: exact.answer(q, ctx, 4).text for q in qs}
@@ -104,12 +104,12 @@ def model_faults(t: Tally, exact, qs, corpus, rounds: int) -> None:
                 t.alone(kind, f"faulty-{fault}", lambda: F.FaultyModel(exact, fault).answer(qs[i % len(qs)], ctx, 4))
         model = F.FaultyModel(exact, fault, every=2)
         conf = (lambda a: a.confidence if a.text.strip() else 0.0) if fault == "empty" else None
-        ladders = [Fallback(model, exact, F.non_empty if fault == "empty" else None),
-                   Cascade([model], exact, [1e-9], knob=1, confidence=conf)]
-        for ladder in ladders:
+        escalations = [Fallback(model, exact, F.non_empty if fault == "empty" else None),
+                       ModelCascade([model], exact, [1e-9], knob=1, confidence=conf)]
+        for escalation in escalations:
             for i in range(rounds):
                 q = qs[i % len(qs)]
-                t.guarded(kind, lambda: ladder.answer(q, ctx, 4).text, want4[q], model.faults, lambda: model.faults)
+                t.guarded(kind, lambda: escalation.answer(q, ctx, 4).text, want4[q], model.faults, lambda: model.faults)
         F.ACTIVE.update(exact=exact, approx=model)
         for i in range(rounds):
             q = qs[i % len(qs)]

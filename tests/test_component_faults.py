@@ -2,7 +2,7 @@
 (tests/faulty_components.py): an HTTP server answering 500s, malformed JSON,
 no text, impossible log-probabilities or too late; answer models raising or
 returning garbage; tools raising, returning garbage or hanging; a retriever
-whose index breaks. Where an exact path exists (Fallback, Cascade,
+whose index breaks. Where an exact path exists (Fallback, ModelCascade,
 SafetyContract, a tool's exact implementation) the answer equals the exact
 path's and the fallbacks are counted; where none exists the fault is one
 ApproxError line naming the component, within the timeout. In the tuner,
@@ -20,7 +20,7 @@ from approx_dialect.diagnostics import ApproxError
 from autotuner import tune
 from autotuner.cli import main as approx_tune
 from examples.squad import paragraphs, questions
-from frontends.components.llm.ladder import Cascade, Fallback
+from frontends.components.llm.escalation import Fallback, ModelCascade
 from frontends.components.retrieval import Bm25Retriever
 from frontends.components.tools import ToolRunner
 from tests import faulty_components as F
@@ -77,7 +77,7 @@ def test_http_backend_fault_alone_is_one_clear_error_within_the_timeout(server, 
 @pytest.mark.parametrize("fault", F.HTTP_FAULTS)
 def test_http_backend_fault_falls_back_to_the_exact_model(server, exact, fault):
     want = exact.answer(QUESTION, CONTEXTS, 4)
-    fb, cas = Fallback(server.model(fault), exact), Cascade([server.model(fault)], exact, [0.5], knob=1)
+    fb, cas = Fallback(server.model(fault), exact), ModelCascade([server.model(fault)], exact, [0.5], knob=1)
     start = time.monotonic()
     fb, cas = fb.answer(QUESTION, CONTEXTS, 4), cas.answer(QUESTION, CONTEXTS, 4)
     assert time.monotonic() - start < 2 * BOUND
@@ -98,7 +98,7 @@ def test_faulty_answer_model_alone_is_one_clear_error(exact, fault):
 
 
 @pytest.mark.parametrize("fault", F.MODEL_FAULTS)
-def test_faulty_answer_model_in_ladders_takes_the_exact_path_and_counts(exact, qa, want, fault):
+def test_faulty_answer_model_in_a_cascade_or_fallback_takes_the_exact_path_and_counts(exact, qa, want, fault):
     corpus, qs = qa
     qs = qs[:6]
     contexts = corpus[:3]
@@ -107,11 +107,11 @@ def test_faulty_answer_model_in_ladders_takes_the_exact_path_and_counts(exact, q
     # an empty answer is not an error; a cascade rejects it through its confidence function
     conf = (lambda a: a.confidence if a.text.strip() else 0.0) if fault == "empty" else None
     # threshold 1e-9: the cascade accepts every working answer, so it escalates exactly on the faults
-    ladders = [Fallback(model, exact, checker), Cascade([model], exact, [1e-9], knob=1, confidence=conf)]
-    for ladder in ladders:
+    escalations = [Fallback(model, exact, checker), ModelCascade([model], exact, [1e-9], knob=1, confidence=conf)]
+    for escalation in escalations:
         before, fallbacks = model.faults, 0
         for q in qs:
-            a = ladder.answer(q, contexts, 4)
+            a = escalation.answer(q, contexts, 4)
             fallbacks += a.model == exact.name
             assert a.text == want[q, 4]  # the faulty model wraps the exact one
             assert (a.error is not None) == (a.model == exact.name) or fault == "empty"
@@ -121,7 +121,7 @@ def test_faulty_answer_model_in_ladders_takes_the_exact_path_and_counts(exact, q
 def test_exact_model_failing_in_a_cascade_is_the_cascades_clear_error(exact):
     bad = F.FaultyModel(exact, "raise")
     with pytest.raises(ApproxError) as err:
-        Cascade([F.FaultyModel(exact, "none")], bad, [0.5], knob=1).answer(QUESTION, CONTEXTS, 4)
+        ModelCascade([F.FaultyModel(exact, "none")], bad, [0.5], knob=1).answer(QUESTION, CONTEXTS, 4)
     clear(err.value, "faulty-raise")
 
 

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.llm.ladder import Fallback
+from frontends.components.llm.escalation import Fallback
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
 from frontends.components.llm.serve import LocalServer
 from tests.test_llm_support import (  # noqa: F401 (one_torch_thread: autouse fixture)

@@ -102,7 +102,7 @@ def test_trained_readers_in_a_cascade():
     import math
     from pathlib import Path
 
-    from frontends.components.llm.ladder import Cascade
+    from frontends.components.llm.escalation import ModelCascade
 
     models = Path(__file__).resolve().parents[1] / "examples" / "models"
     if not (models / "reader_l6.npz").is_file() or not (models / "reader_l3.npz").is_file():
@@ -112,7 +112,7 @@ def test_trained_readers_in_a_cascade():
     exact = pro.answer(QUESTION, CONTEXTS)
     assert exact.text == "Denver Broncos" and exact.stages == (("reader_l6", exact.confidence),)
     c = fast.answer(QUESTION, CONTEXTS).confidence
-    kept = Cascade([fast], pro, [c], 1).answer(QUESTION, CONTEXTS)
+    kept = ModelCascade([fast], pro, [c], 1).answer(QUESTION, CONTEXTS)
     assert [s for s, _ in kept.stages] == ["reader_l3"]
-    up = Cascade([fast], pro, [math.nextafter(c, 2.0)], 1).answer(QUESTION, CONTEXTS)
+    up = ModelCascade([fast], pro, [math.nextafter(c, 2.0)], 1).answer(QUESTION, CONTEXTS)
     assert up.stages == (("reader_l3", c), ("reader_l6", exact.confidence)) and up.text == exact.text

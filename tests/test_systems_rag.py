@@ -20,6 +20,7 @@ from approx_opt.program import exact_config
 from autotuner.results import TuningResult
 from examples import squad
 from examples.systems import common, rag_bm25, rag_dense
+from examples.systems.program import TimeUp
 
 DATA = Path(__file__).parent / "data"
 
@@ -159,7 +160,7 @@ def previous_config(config: dict) -> dict:
 def test_answers_equal_the_previous_implementation(name, bm25, dense):
     """20 fixed evaluation questions at five configurations answer as the previous
     implementation (knobs held by Python objects beside the IR, commit 73d2e32) did;
-    recorded by tests/data/record_rag_{bm25,dense}_previous.py."""
+    recorded by tests/data/record_rag_previous.py."""
     previous = json.loads((DATA / f"rag_{name}_previous.json").read_text())
     program = bm25 if name == "bm25" else dense
     for label, config in previous["configs"].items():
@@ -170,7 +171,7 @@ def test_answers_equal_the_previous_implementation(name, bm25, dense):
 def test_time_budget_stops_new_configurations_only(bm25):
     bm25.deadline = 0.0
     try:
-        with pytest.raises(common.TimeUp):
+        with pytest.raises(TimeUp):
             bm25.build({"answer.precision": {"knob_val": 1}})
         assert bm25.build(exact_config(bm25))  # the exact program still builds
     finally:

@@ -62,7 +62,7 @@ def test_knob_zero_is_the_undecorated_agent(program):
     exact, annotated = program.exact(), program.build({})
     for it in items:
         q = query_of(it)
-        assert exact(q) == annotated(q) == program.agent.python(q), it.id
+        assert exact(q) == annotated(q) == program.program.python(q), it.id
 
 
 def test_decision_picks_the_path_by_state(program):

@@ -1,3 +1,4 @@
-"""The compound AI systems, each an autotuner Program built from
-decorated Python functions and knobbed components: `rag_bm25`, `rag_dense`
-(and `tools_agent`). `common.py` holds what the RAG systems share."""
+"""The compound AI systems, each one autotuner Program (`program.SystemProgram`)
+built from decorated Python functions and knobbed components: `rag_bm25`,
+`rag_dense` (the RAG program of `rag_program.py`; `common.py` holds what they
+share), `tools_agent` and `tools_agent_llm`."""

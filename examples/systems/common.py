@@ -1,12 +1,11 @@
 """What the compound systems share: the trained readers, the QoS metric, the
-retrieval margin, the time budget of a search and the question sets. The RAG
-program itself is `rag_program.py`."""
+retrieval margin and the question sets. Their Program is `program.py`, the RAG
+program itself `rag_program.py`."""
 
 from __future__ import annotations
 
 import functools
 import os
-import time
 from pathlib import Path
 
 from autotuner.metrics import Metric, containment, token_f1
@@ -62,7 +61,7 @@ def smollm():
 
 def reuse_answers(llm: bool) -> bool:
     """Whether a system keeps its answer ops' results for the tuner's untimed passes
-    (`RagSystem.untimed`): the LLM systems, unless APPROX_REUSE_ANSWERS=0 (to re-measure
+    (`SystemProgram.untimed`): the LLM systems, unless APPROX_REUSE_ANSWERS=0 (to re-measure
     without, e.g. `APPROX_REUSE_ANSWERS=0 approx-tune verify --out DIR`)."""
     return llm and os.environ.get("APPROX_REUSE_ANSWERS", "1") != "0"
 
@@ -80,34 +79,6 @@ def margin(hits) -> float:
     puts the gold paragraph first 100 % of the time, against 80 % overall)."""
     scores = hits.scores
     return float(scores[0] - scores[1]) if len(scores) > 1 else float(scores[0]) if len(scores) else 0.0
-
-
-# ---------------------------------------------------------------- the composed program
-
-DEADLINE_ENV = "APPROX_SYSTEM_DEADLINE"  # time.time() after which worker processes build no new configuration
-
-
-def budget_spent(deadline: float | None) -> bool:
-    """A search's time budget is spent: `deadline` (time.perf_counter()) in this
-    process, or the one the tuning run gave its worker processes (DEADLINE_ENV)."""
-    if deadline is not None and time.perf_counter() > deadline:
-        return True
-    shared = os.environ.get(DEADLINE_ENV)
-    return shared is not None and time.time() > float(shared)
-
-
-class TimeUp(KeyboardInterrupt):
-    """A search's time budget is spent: raised by `RagSystem.build` between trials,
-    which the tuner treats as Ctrl-C (finished trials are kept)."""
-
-
-def is_exact(config: dict | None) -> bool:
-    """Every knob at 0 (static), or every decision 0 (a ladder)."""
-    for setting in (config or {}).values():
-        if setting.get("knob_val", 0) != 0 or any(setting.get("decisions", ())) or \
-                any(setting.get("tree_decisions", ())):
-            return False
-    return True
 
 
 def held_out_questions(n_tune: int, seed: int = 0, n_eval: int | None = None):

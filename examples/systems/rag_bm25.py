@@ -28,8 +28,9 @@ from __future__ import annotations
 import functools
 
 from examples import squad
-from examples.systems.common import answer_model_name, margin, readers, reuse_answers, smollm
-from examples.systems.rag_program import TOP_K, RagSystem, answer_models, llm_answer_models, rag_program
+from examples.systems.common import margin
+from examples.systems.program import program_attribute
+from examples.systems.rag_program import TOP_K, RagSystem, rag_system
 
 SCALE, MARGIN_UPPER = 100, 2000  # state = round(100 * margin); margins above 20 are all "sure"
 KERNEL_VALUES = (2, 3, 4, 8)  # loop_truncate / loop_perforate factors of the scoring kernel's loops
@@ -54,12 +55,7 @@ def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSyste
     bm25 = Retrieve("bm25", retriever, top_k=TOP_K,
                     tune=[Tune.param("top_k", 2, 1), Tune.param("preprocess", 1, 2),
                           Tune.param("terms", *KERNEL_VALUES), Tune.param("docs", *KERNEL_VALUES)])
-    name = "rag_bm25_llm" if llm else "rag_bm25"
-    answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
-    program, _, _ = rag_program(name, corpus, bm25, answer, cheap, bm25_margin, [400, 800], MARGIN_UPPER)
-    return RagSystem(name, program, corpus, retriever.build({}), bm25_margin, stage_knobs=STAGES,
-                     model=answer_model_name(llm),
-                     reuse=[answer.provider, cheap.provider] if reuse_answers(llm) else ())
+    return rag_system("rag_bm25", corpus, retriever, bm25, bm25_margin, [400, 800], MARGIN_UPPER, STAGES, llm)
 
 
 def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
@@ -67,7 +63,4 @@ def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
     return system(corpus, llm=True)
 
 
-def __getattr__(name: str):
-    if name == "program":  # `approx-tune run examples.systems.rag_bm25:program ...`
-        return system()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.rag_bm25:program ...`

@@ -28,8 +28,9 @@ from __future__ import annotations
 import functools
 
 from examples import squad
-from examples.systems.common import answer_model_name, margin, readers, reuse_answers, smollm
-from examples.systems.rag_program import TOP_K, RagSystem, answer_models, llm_answer_models, rag_program
+from examples.systems.common import margin
+from examples.systems.program import program_attribute
+from examples.systems.rag_program import TOP_K, RagSystem, rag_system
 
 SCALE, MARGIN_UPPER = 1000, 250  # state = round(1000 * margin); margins above 0.25 are all "sure"
 KERNEL_VALUES = (2, 3, 4, 8)  # loop_truncate / loop_perforate factors of the similarity kernel's loops
@@ -65,12 +66,7 @@ def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSyste
     def search(question):
         return dense(query(question))
 
-    name = "rag_dense_llm" if llm else "rag_dense"
-    answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
-    program, _, _ = rag_program(name, corpus, search, answer, cheap, dense_margin, [40, 80], MARGIN_UPPER)
-    return RagSystem(name, program, corpus, retriever.build({}), dense_margin, stage_knobs=STAGES,
-                     model=answer_model_name(llm),
-                     reuse=[answer.provider, cheap.provider] if reuse_answers(llm) else ())
+    return rag_system("rag_dense", corpus, retriever, search, dense_margin, [40, 80], MARGIN_UPPER, STAGES, llm)
 
 
 def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
@@ -78,7 +74,4 @@ def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
     return system(corpus, llm=True)
 
 
-def __getattr__(name: str):
-    if name == "program":  # `approx-tune run examples.systems.rag_dense:program ...`
-        return system()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.rag_dense:program ...`

@@ -22,18 +22,17 @@ into the module too, so their component ops take the same knobs:
 The answer model is the pro extractive reader (cheap model: the fast reader,
 `answer_models`) or the fine-tuned SmolLM2 (cheap model: the pro reader,
 `llm_answer_models`).
-`RagSystem` adds what the tuning scripts need (exact answers, a time budget, the
-retrieval stages' share of the time, the decision's states)."""
+`RagSystem` is its Program (`program.SystemProgram`) with what the tuning scripts
+need besides (exact answers, the retrieval stages' share of the time, the decision's
+states)."""
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from collections.abc import Callable, Sequence
 
-from approx_opt.program import exact_config
-from examples.systems.common import TimeUp, budget_spent, is_exact
+from examples.systems.common import answer_model_name, readers, reuse_answers, smollm
+from examples.systems.program import SystemProgram, is_exact
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
 
@@ -100,7 +99,21 @@ def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fa
         return read(question, hits, passages)
 
     rag.__name__ = rag.__qualname__ = name
-    return Knob()(rag), read, variants
+    return Knob()(rag)
+
+
+def rag_system(name: str, corpus: Sequence[str], retriever, retrieve, state: Callable, thresholds: Sequence[int],
+               upper: int, stage_knobs: dict[str, Sequence[str]], llm: bool = False) -> RagSystem:
+    """The RAG system `name` (`llm`: `name`_llm, SmolLM2 answering) over `corpus`:
+    `retrieve` is its retrieval (a component op, or a decorated function of them) by
+    `retriever` (whose exact build is `RagSystem.search`); `state`, `thresholds` and
+    `upper` are the answer step's decision (`rag_program`)."""
+    name = f"{name}_llm" if llm else name
+    answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
+    program = rag_program(name, corpus, retrieve, answer, cheap, state, thresholds, upper)
+    reuse = [answer.provider, cheap.provider] if reuse_answers(llm) else ()
+    return RagSystem(name, program, corpus, retriever.build({}), state, stage_knobs=stage_knobs,
+                     model=answer_model_name(llm), reuse=reuse)
 
 
 class RagRun:
@@ -116,58 +129,22 @@ class RagRun:
         return text
 
 
-class RagSystem:
-    """The autotuner's Program for one RAG system: `program`'s knobs and builds,
-    plus its `corpus`, `search` (the exact retrieval, with `prepare` / `run` stages),
-    `state` (the answer step's decision state of a retrieval's hits) and the knobs
-    acting on each retrieval stage alone (`stage_knobs`)."""
+class RagSystem(SystemProgram):
+    """A RAG system's Program (`SystemProgram`), plus its `corpus`, `search` (the exact
+    retrieval, with `prepare` / `run` stages), `state` (the answer step's decision state
+    of a retrieval's hits), the knobs acting on each retrieval stage alone
+    (`stage_knobs`) and the exact configuration's answers as it runs (`exact_answers`)."""
 
     def __init__(self, name: str, program, corpus: Sequence[str], search, state: Callable,
                  stage_knobs: dict[str, Sequence[str]] | None = None, model: str = "", reuse: Sequence = ()):
-        self.name, self.program, self.search, self.state = name, program, search, state
-        self.model = model  # what answers (results.json: `model`)
-        self.reuse = tuple(reuse)  # the answer models whose results the untimed passes reuse
-        if self.reuse:
-            from frontends.components.runtime import reuse_results
-
-            reuse_results(self.reuse)
+        super().__init__(name, program, model, reuse)
+        self.search, self.state = search, state
         self.corpus = tuple(corpus)
         self.stage_knobs = {k: tuple(v) for k, v in (stage_knobs or {}).items()}
-        self.exact_answers: dict[str, str] = {}  # answers of the exact configuration, as it runs
-        self.deadline: float | None = None  # time.perf_counter() after which building a new configuration stops
-        self._lock = threading.Lock()
-
-    def knobs(self):
-        return self.program.knobs()
-
-    def time_up(self) -> bool:
-        """The search's time budget is spent: `deadline` in this process, or the one
-        the tuning run gave its worker processes (DEADLINE_ENV, wall-clock seconds)."""
-        return budget_spent(self.deadline)
+        self.exact_answers: dict[str, str] = {}
 
     def build(self, config: dict | None = None) -> RagRun:
-        exact = is_exact(config)
-        if not exact and self.time_up():
-            raise TimeUp(f"{self.name}: time budget spent")
-        with self._lock:
-            fn = self.program.build(dict(config or {}))
-        return RagRun(fn, self.exact_answers if exact else None)
-
-    def untimed(self):
-        """The context of the tuner's untimed (QoS) passes: with `reuse`, an answer op
-        called as before (same model, attributes, question and passages) returns the
-        earlier answer (greedy decoding on one thread: the same text) instead of
-        generating it again; timed passes still run every call."""
-        from frontends.components.runtime import reusing
-
-        return reusing() if self.reuse else contextlib.nullcontext()
-
-    def exact(self) -> RagRun:
-        return self.build(exact_config(self))
-
-    def ir(self, after: bool = False, config: dict | None = None) -> str:
-        """The program's IR: annotated, or after the pipeline with `config`."""
-        return self.program.ir(after=after, config=config)
+        return RagRun(super().build(config), self.exact_answers if is_exact(config) else None)
 
     def profile(self, questions: Sequence[str], seconds: float = 5.0) -> dict[str, float]:
         """Share of the exact program's time in each retrieval stage: `prepare`

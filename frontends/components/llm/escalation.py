@@ -1,6 +1,6 @@
-"""Model ladders: substitution by index, the confidence cascade, and the fallback.
+"""Answer models made of other answer models: the confidence cascade and the fallback.
 
-`Cascade` has exactly the semantics of the `cascade` transformation
+`ModelCascade` has exactly the semantics of the `cascade` transformation
 (docs/cascade.md; knob decoding shared with `approx_dialect.cascade.decode`):
 variants 1..V (cheapest first), then the exact model; knob k = 0 asks the exact
 model only; k in 1..V*T starts at variant s = (k-1) // T + 1 and accepts a
@@ -29,16 +29,16 @@ def _confidence_of(answer: Answer) -> float | None:
     return answer.confidence
 
 
-class Cascade(AnswerModel):
+class ModelCascade(AnswerModel):
     def __init__(self, variants: Sequence[AnswerModel], exact: AnswerModel, thresholds: Sequence[float],
                  knob: int = 0, confidence: Callable[[Answer], float | None] | None = None,
                  name: str | None = None):
         if not variants or not thresholds:
-            raise ApproxError("a cascade needs at least one variant and one threshold", where="Cascade")
+            raise ApproxError("a cascade needs at least one variant and one threshold", where="ModelCascade")
         limit = len(variants) * len(thresholds)
         if not 0 <= knob <= limit:
             raise ApproxError(f"cascade knob {knob} is outside 0..{limit} "
-                              f"({len(variants)} variants x {len(thresholds)} thresholds)", where="Cascade")
+                              f"({len(variants)} variants x {len(thresholds)} thresholds)", where="ModelCascade")
         self.variants, self.exact = list(variants), exact
         self.thresholds, self.knob = [float(t) for t in thresholds], knob
         self.confidence = confidence or _confidence_of

@@ -12,7 +12,7 @@ from approx_dialect.diagnostics import ApproxError
 from frontends import Knob
 from frontends.components.declare import Generate, Tune
 from frontends.components.llm.base import select_sentences
-from frontends.components.llm.ladder import Cascade, Fallback
+from frontends.components.llm.escalation import Fallback, ModelCascade
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
 from tests.test_llm_support import CONTEXTS, QUESTION, causal, one_torch_thread  # noqa: F401 (autouse fixture)
 
@@ -46,7 +46,7 @@ def test_cascade_escalates_exactly_when_confidence_is_below_the_threshold():
     for thresholds in ([c0, up(c0)], [up(max(c0, c1))]):
         for k in range(1, 2 * len(thresholds) + 1):
             start, t = decode(k, 2, len(thresholds))
-            got = Cascade([v0, v1], exact, thresholds, k).answer(QUESTION, CONTEXTS, N)
+            got = ModelCascade([v0, v1], exact, thresholds, k).answer(QUESTION, CONTEXTS, N)
             assert [s for s, _ in got.stages] == expected_stages(start, thresholds[t], [v0, v1], [c0, c1], exact)
             if k == 1 and thresholds[0] == c0:  # a confidence equal to the threshold is accepted
                 assert got.stages == ((v0.name, c0),) and got.text == v0.answer(QUESTION, CONTEXTS, N).text
@@ -56,7 +56,7 @@ def test_cascade_escalates_exactly_when_confidence_is_below_the_threshold():
 
 def test_cascade_answer_is_the_accepted_stage_and_counts_all_tokens():
     v0, v1, exact = models()
-    a = Cascade([v0, v1], exact, [2.0], 1).answer(QUESTION, CONTEXTS, N)  # nothing reaches 2: all run
+    a = ModelCascade([v0, v1], exact, [2.0], 1).answer(QUESTION, CONTEXTS, N)  # nothing reaches 2: all run
     ref = [m.answer(QUESTION, CONTEXTS, N) for m in (v0, v1, exact)]
     assert [s for s, _ in a.stages] == [v0.name, v1.name, exact.name]
     assert (a.text, a.model, a.new_tokens) == (ref[2].text, exact.name, N)
@@ -65,7 +65,7 @@ def test_cascade_answer_is_the_accepted_stage_and_counts_all_tokens():
 
 def test_cascade_knob_zero_is_the_exact_model():
     v0, v1, exact = models()
-    a = Cascade([v0, v1], exact, [0.0, 0.5], 0).answer(QUESTION, CONTEXTS, N)
+    a = ModelCascade([v0, v1], exact, [0.0, 0.5], 0).answer(QUESTION, CONTEXTS, N)
     b = exact.answer(QUESTION, CONTEXTS, N)
     assert (a.text, a.confidence, a.tokens_used, a.new_tokens) == (b.text, b.confidence, b.tokens_used, b.new_tokens)
     assert [s for s, _ in a.stages] == [exact.name]
@@ -74,11 +74,11 @@ def test_cascade_knob_zero_is_the_exact_model():
 def test_cascade_errors():
     v0, v1, exact = models()
     with pytest.raises(ApproxError, match=r"cascade knob 5 is outside 0..4"):
-        Cascade([v0, v1], exact, [0.1, 0.2], 5)
+        ModelCascade([v0, v1], exact, [0.1, 0.2], 5)
     with pytest.raises(ApproxError, match="at least one variant"):
-        Cascade([], exact, [0.1])
+        ModelCascade([], exact, [0.1])
     with pytest.raises(ApproxError, match="gives no confidence"):
-        Cascade([v0], exact, [0.1], 1, confidence=lambda a: None).answer(QUESTION, CONTEXTS, N)
+        ModelCascade([v0], exact, [0.1], 1, confidence=lambda a: None).answer(QUESTION, CONTEXTS, N)
 
 
 def test_fallback_on_an_unreachable_endpoint_and_on_a_rejected_answer():

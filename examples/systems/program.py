@@ -1,0 +1,99 @@
+"""The autotuner's Program for every compound system: one decorated program of
+parts (retrieval, answer models, tools: component ops of one IR) with what a
+search of a costly program needs besides `knobs()` and `build(config)`: a time
+budget that stops the search between trials, the exact configuration, the IR,
+and the untimed passes' reuse of answer-model results.
+
+`SystemProgram` is that Program; the RAG systems (`rag_program.RagSystem`) and the
+tools agents (`tools_agent.ToolsAgentProgram`, `tools_agent_llm.ToolsLlmProgram`)
+extend it with what their tuning scripts need."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from approx_opt.program import exact_config
+
+DEADLINE_ENV = "APPROX_SYSTEM_DEADLINE"  # time.time() after which worker processes build no new configuration
+
+
+def budget_spent(deadline: float | None) -> bool:
+    """A search's time budget is spent: `deadline` (time.perf_counter()) in this
+    process, or the one the tuning run gave its worker processes (DEADLINE_ENV)."""
+    if deadline is not None and time.perf_counter() > deadline:
+        return True
+    shared = os.environ.get(DEADLINE_ENV)
+    return shared is not None and time.time() > float(shared)
+
+
+class TimeUp(KeyboardInterrupt):
+    """A search's time budget is spent: raised by `SystemProgram.build` between
+    trials, which the tuner treats as Ctrl-C (finished trials are kept)."""
+
+
+def is_exact(config: dict | None) -> bool:
+    """Every knob at 0 (static), or every decision 0 (a ladder)."""
+    for setting in (config or {}).values():
+        if setting.get("knob_val", 0) != 0 or any(setting.get("decisions", ())) or \
+                any(setting.get("tree_decisions", ())):
+            return False
+    return True
+
+
+class SystemProgram:
+    """`program` (a decorated function: `knobs()`, `build(config)`, `ir()`) as the
+    autotuner's Program under `name`. `deadline` (time.perf_counter()), or DEADLINE_ENV
+    in worker processes: building a non-exact configuration after it raises `TimeUp`.
+    `model` says what answers (results.json: `model`); `reuse`: the answer models whose
+    results the untimed passes reuse."""
+
+    def __init__(self, name: str, program, model: str = "", reuse: Sequence = ()):
+        self.name, self.program, self.model = name, program, model
+        self.reuse = tuple(reuse)
+        if self.reuse:
+            from frontends.components.runtime import reuse_results
+
+            reuse_results(self.reuse)
+        self.deadline: float | None = None
+        self._lock = threading.Lock()  # the tuner may build from several threads
+
+    def knobs(self):
+        return self.program.knobs()
+
+    def build(self, config: dict | None = None) -> Callable:
+        if not is_exact(config) and budget_spent(self.deadline):
+            raise TimeUp(f"{self.name}: time budget spent")
+        with self._lock:
+            return self.program.build(dict(config or {}))
+
+    def exact(self) -> Callable:
+        return self.build(exact_config(self))
+
+    def ir(self, after: bool = False, config: dict | None = None) -> str:
+        """The program's IR: annotated, or after the pipeline with `config`."""
+        return self.program.ir(after=after, config=config)
+
+    def untimed(self):
+        """The context of the tuner's untimed (QoS) passes: with `reuse`, an answer op
+        called as before (same model, attributes, question and passages) returns the
+        earlier answer (greedy decoding on one thread: the same text) instead of
+        generating it again; timed passes still run every call."""
+        from frontends.components.runtime import reusing
+
+        return reusing() if self.reuse else contextlib.nullcontext()
+
+
+def program_attribute(module: str, build: Callable[[], SystemProgram]) -> Callable[[str], SystemProgram]:
+    """The `__getattr__` of `module` whose `program` is `build()` (built on first use,
+    not at import), for `approx-tune run <module>:program ...`."""
+
+    def __getattr__(name: str) -> SystemProgram:
+        if name == "program":
+            return build()
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
