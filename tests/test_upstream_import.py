@@ -1,7 +1,7 @@
 """The fast parsing path (upstream MLIR's parser, xDSL IR built from its result)
 gives exactly what xDSL's parser gives: structurally equivalent modules, the same
 printed text (generic and custom), locations and SSA names; where it cannot
-guarantee that, it declines and `parse_module` uses xDSL's parser."""
+guarantee that, it declines and `approx_opt.parsing.parse_module` uses xDSL's parser."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from approx_dialect import upstream_import
 from approx_dialect.context import (
     LocatingParser,
     make_context,
     move_inherent_attributes_to_properties,
-    parse_module,
     print_module,
 )
 from approx_dialect.diagnostics import ApproxError
+from approx_opt import upstream_import
+from approx_opt.parsing import parse_module
 from bench.gen_module import generate
 from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module, static_transform
 from tests.test_dialect import ROUND_TRIP_PROGRAMS
