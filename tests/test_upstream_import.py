@@ -367,3 +367,16 @@ def test_parse_module_uses_the_fast_path_for_large_inputs(monkeypatch):
     module = parse_module(text, "big.mlir")
     assert calls == [True]
     assert print_module(module) == print_module(xdsl_parse(text, "big.mlir", 0))
+
+
+def test_the_dialect_parses_with_xdsl_alone(monkeypatch):
+    """`approx_dialect.context.parse_module` is xDSL's parser at any size; only
+    `approx_opt.parsing` tries upstream MLIR's."""
+    from approx_dialect import context
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the upstream parser was tried")
+
+    monkeypatch.setattr(upstream_import, "import_module", fail)
+    text = generate(200)
+    assert print_module(context.parse_module(text, "big.mlir")) == print_module(xdsl_parse(text, "big.mlir", 0))
