@@ -3,11 +3,11 @@ once in xDSL and exported to upstream MLIR as IRDL (see `irdl_export`).
 
 Holds the ops and their verifiers (`ops`, `annotations`, `tree`, `cascade`, `param`,
 `component`, `pyobj`), the table of transform types (`transform_types`), reading
-and writing IR (`context`: parse with locations, verify, print; `upstream_import`
-and `op_text`: the fast path through upstream MLIR's parser for large inputs),
-the toolchain's one error type (`diagnostics`), and the fixes to xDSL itself
-(`xdsl_compat`). Imports only xDSL, numpy and the upstream MLIR bindings: nothing
-of `passes`, `approx_opt`, `frontends` or `autotuner` (tests/test_layers.py)."""
+and writing IR with xDSL (`context`: parse with locations, verify, print; the
+faster parse of large inputs is `approx_opt.parsing`), the toolchain's one error
+type (`diagnostics`), and the fixes to xDSL itself (`xdsl_compat`). Imports only
+xDSL, numpy and the upstream MLIR bindings: nothing of `passes`, `approx_opt`,
+`frontends` or `autotuner` (tests/test_layers.py)."""
 
 from xdsl.ir import Dialect
 

@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from approx_dialect import Approx, nesting, upstream_import, xdsl_compat
+from approx_dialect import Approx, nesting, xdsl_compat
 from approx_dialect.component import Component
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import PyObj
@@ -122,24 +122,12 @@ class LocatingParser(Parser):
 def parse_module(
     text: str, filename: str = "<stdin>", ctx: Context | None = None, line_offset: int = 0
 ) -> ModuleOp:
-    """Parse and verify; raises ApproxError with `file:line:col` on any problem.
-
-    Large inputs are parsed by upstream MLIR first (`upstream_import`), which
-    builds the same module several times faster; whatever it declines, and every
-    input that turns out invalid, goes through xDSL's parser, so results, messages
-    and locations are xDSL's."""
+    """Parse with xDSL's parser and verify; raises ApproxError with `file:line:col` on
+    any problem. (`approx_opt.parsing.parse_module` gives the same, faster on large
+    inputs.)"""
     if nesting.in_deep_mode():
         nesting.check_nesting(text, filename, line_offset)
     ctx = ctx or make_context()
-    if upstream_import.worth_trying(text):
-        module = upstream_import.import_module(text, filename, line_offset, ctx)
-        if module is not None:
-            move_inherent_attributes_to_properties(module)
-            try:
-                verify_module(module)
-                return module
-            except ApproxError:
-                pass  # reported as the xDSL path reports it, below
     parser = None
     try:
         parser = LocatingParser(ctx, text, filename, line_offset)  # lexes the first token: may raise

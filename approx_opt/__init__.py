@@ -1,7 +1,10 @@
 """approx-opt: the command line and the compile/execute driver.
 
-`driver.run_pipeline` (parse, set knobs, run passes, print), `execute` (lower to
-LLVM and JIT through upstream MLIR), `program` (the `Program` protocol that the
-tuner tunes, and `MlirProgram` for `.mlir` files), `main` (the `approx-opt`
-command), `universe` (the `xdsl-opt` plugin). Imports `approx_dialect` and
-`passes`; only the command's `--from-python` reaches up into `frontends`."""
+`driver.run_pipeline` (parse, set knobs, run passes, print), `parsing.parse_module`
+(the parse every caller above the passes uses: large inputs through upstream MLIR's
+parser, `upstream_import` and `op_text`, with xDSL's parser as the fallback and the
+source of every error), `execute` (lower to LLVM and JIT through upstream MLIR),
+`program` (the `Program` protocol that the tuner tunes, and `MlirProgram` for
+`.mlir` files), `main` (the `approx-opt` command), `universe` (the `xdsl-opt`
+plugin). Imports `approx_dialect` and `passes`; only the command's `--from-python`
+reaches up into `frontends`."""

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from approx_dialect import AnnotationDecisionTreeOp, decision_index
-from approx_dialect.context import parse_module
 from approx_opt.driver import exact_program, run_pipeline
 from approx_opt.execute import compile_module
+from approx_opt.parsing import parse_module
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mlir" / "adaptive_sum.mlir"
 SIZES = (500, 5_000, 50_000, 500_000, 2_000_000)

@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
-from approx_dialect.context import make_context, parse_module, print_module, verify_module
+from approx_dialect.context import make_context, print_module, verify_module
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.nesting import deep_retry
+from approx_opt.parsing import parse_module
 from approx_opt.pipeline import build_pipeline
 from passes.knobs import apply_config
 

@@ -71,7 +71,7 @@ def list_knobs(text: str, name: str) -> str:
     import dataclasses
     import json
 
-    from approx_dialect.context import parse_module
+    from approx_opt.parsing import parse_module
 
     specs = knob_specs(parse_module(text, name))
     return json.dumps([dataclasses.asdict(s) for s in specs], indent=2) + "\n"

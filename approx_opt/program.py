@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from approx_dialect.context import parse_module
 from approx_opt.driver import run_pipeline
+from approx_opt.parsing import parse_module
 from passes.knobs import KnobSpec, knob_specs
 
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.fuzz.inputs import Case  # noqa: E402
 from tests.fuzz.oracle import Outcome, run_in_process, run_in_subprocess  # noqa: E402
 
-UPSTREAM_PATH_CHARS = 20_000  # approx_dialect.upstream_import.worth_trying
+UPSTREAM_PATH_CHARS = 20_000  # approx_opt.upstream_import.worth_trying
 
 
 def generate(n: int, seed: int) -> list[Case]:

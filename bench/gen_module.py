@@ -75,6 +75,6 @@ def generate(functions: int) -> str:
 
 
 def count_ops(text: str) -> int:
-    from approx_dialect.context import parse_module
+    from approx_opt.parsing import parse_module
 
     return sum(1 for _ in parse_module(text).walk())

@@ -12,8 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from approx_dialect.context import parse_module, print_module  # noqa: E402
+from approx_dialect.context import print_module  # noqa: E402
 from approx_opt.driver import run_pipeline  # noqa: E402
+from approx_opt.parsing import parse_module  # noqa: E402
 from bench.gen_module import count_ops, generate  # noqa: E402
 
 

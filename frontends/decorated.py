@@ -17,9 +17,10 @@ import typing
 
 import numpy as np
 
-from approx_dialect.context import parse_module, print_module
+from approx_dialect.context import print_module
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
+from approx_opt.parsing import parse_module
 from frontends.build import ModuleBuilder, emit_annotations
 from frontends.knob import KnobConfig, KnobError
 from frontends.source import MISSING, FunctionSource

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from approx_dialect.context import parse_module
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.parsing import parse_module
 from frontends.components.runtime import ComponentRuntime
 from frontends.pygen import generate
 

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from approx_dialect.context import parse_module
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
+from approx_opt.parsing import parse_module
 from frontends import torch_iree
 from frontends.torch_export import Exported, Lifted, export_function, weights_of
 from passes.knobs import KnobSpec, knob_specs

@@ -10,11 +10,12 @@ import warnings
 import numpy as np
 import pytest
 
-from approx_dialect import upstream_import
-from approx_dialect.context import parse_module, print_module
+from approx_dialect.context import print_module
 from approx_dialect.diagnostics import ApproxError, ApproxWarning
+from approx_opt import upstream_import
 from approx_opt.driver import run_pipeline
 from approx_opt.execute import compile_module
+from approx_opt.parsing import parse_module
 from passes.knobs import knob_specs
 
 # base1.mlir: a bare result type after iter_args, decisions [1, 2] with decision_values [0, 1]

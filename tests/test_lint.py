@@ -1,6 +1,6 @@
 """The linter and the type checker run clean (ruff on everything, a basic mypy pass on
-`approx_dialect` and `passes`; both configured in pyproject.toml), so `make test`
-fails on a new finding."""
+`approx_dialect`, `passes` and the parser of `approx_opt`; both configured in
+pyproject.toml), so `make test` fails on a new finding."""
 
 from __future__ import annotations
 

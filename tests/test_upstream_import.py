@@ -1,7 +1,7 @@
 """The fast parsing path (upstream MLIR's parser, xDSL IR built from its result)
 gives exactly what xDSL's parser gives: structurally equivalent modules, the same
 printed text (generic and custom), locations and SSA names; where it cannot
-guarantee that, it declines and `parse_module` uses xDSL's parser."""
+guarantee that, it declines and `approx_opt.parsing.parse_module` uses xDSL's parser."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from approx_dialect import upstream_import
 from approx_dialect.context import (
     LocatingParser,
     make_context,
     move_inherent_attributes_to_properties,
-    parse_module,
     print_module,
 )
 from approx_dialect.diagnostics import ApproxError
+from approx_opt import upstream_import
+from approx_opt.parsing import parse_module
 from bench.gen_module import generate
 from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module, static_transform
 from tests.test_dialect import ROUND_TRIP_PROGRAMS
@@ -367,3 +367,16 @@ def test_parse_module_uses_the_fast_path_for_large_inputs(monkeypatch):
     module = parse_module(text, "big.mlir")
     assert calls == [True]
     assert print_module(module) == print_module(xdsl_parse(text, "big.mlir", 0))
+
+
+def test_the_dialect_parses_with_xdsl_alone(monkeypatch):
+    """`approx_dialect.context.parse_module` is xDSL's parser at any size; only
+    `approx_opt.parsing` tries upstream MLIR's."""
+    from approx_dialect import context
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the upstream parser was tried")
+
+    monkeypatch.setattr(upstream_import, "import_module", fail)
+    text = generate(200)
+    assert print_module(context.parse_module(text, "big.mlir")) == print_module(xdsl_parse(text, "big.mlir", 0))

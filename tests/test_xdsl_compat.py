@@ -14,19 +14,12 @@ from xdsl.traits import IsolatedFromAbove, SymbolTable
 from xdsl.utils.lexer import Input
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-from approx_dialect import upstream_import, xdsl_compat
+from approx_dialect import xdsl_compat
 from approx_dialect.context import parse_module, print_module
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.symbols import frozen_symbols
 
 STOCK = xdsl_compat.STOCK
-
-
-@pytest.fixture(autouse=True)
-def xdsl_parser_only(monkeypatch):
-    """Every input through xDSL's parser (where torch_mlir is loaded, upstream MLIR's
-    parser reads inputs first and would answer for it)."""
-    monkeypatch.setattr(upstream_import, "worth_trying", lambda text: False)
 
 
 @contextmanager

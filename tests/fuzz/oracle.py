@@ -53,7 +53,7 @@ def time_limit(case: Case) -> float:
     """HANG_SECONDS, plus 1 s per 10 KB of input or per 50 levels of nesting, whichever
     is more: a large or deeply nested valid input is work (linear in its size; 1,000
     levels took up to 15 s on the shared 2-core machine), not a hang."""
-    from approx_dialect.op_text import nesting_depth
+    from approx_opt.op_text import nesting_depth
 
     text = case.data.decode("utf-8", "replace")
     return HANG_SECONDS + max(len(case.data) / 10_000, min(nesting_depth(text), 2048) / 50)
@@ -112,7 +112,7 @@ def size_difference(case: Case, small: Outcome, large: Outcome) -> str | None:
 
 def padded(case: Case) -> Case:
     """`case` with a first comment line that puts it past the upstream parser's size."""
-    from approx_dialect.upstream_import import FAST_PATH_MIN_CHARS
+    from approx_opt.upstream_import import FAST_PATH_MIN_CHARS
 
     pad = b"// " + b"x" * FAST_PATH_MIN_CHARS + b"\n"
     return Case(case.kind + ":padded", pad + case.data, case.passes, case.config, case.flags, case.python, case.expect)

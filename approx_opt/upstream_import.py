@@ -1,10 +1,11 @@
 """Fast parsing: upstream MLIR's C++ parser reads the text, and the xDSL IR is
 built directly from the upstream objects.
 
-`parse_module` tries this first. It gives exactly the module that xDSL's own
-parser (`LocatingParser`) gives: same ops, operands, properties and attributes
-(in the same dictionary order), `file:line:col` locations and SSA name hints, so
-that verification, passes and printing cannot tell the difference. Whenever that
+`approx_opt.parsing.parse_module` tries this first on large inputs. It gives
+exactly the module that xDSL's own parser (`approx_dialect.context.LocatingParser`)
+gives: same ops, operands, properties and attributes (in the same dictionary
+order), `file:line:col` locations and SSA name hints, so that verification,
+passes and printing cannot tell the difference. Whenever that
 cannot be guaranteed, `import_module` returns None and the caller parses with
 xDSL instead; `last_fallback_reason` says why. Errors never come from here: an
 input upstream MLIR rejects, or that does not verify, is parsed again by xDSL,
@@ -37,7 +38,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from approx_dialect.op_text import (
+from approx_dialect.context import make_context
+from approx_opt.op_text import (
     SourceText,
     Unsupported,
     block_arg_name,
@@ -126,10 +128,7 @@ def import_module(
         first = (str(err).strip().splitlines() or [""])
         last_fallback_reason = f"upstream MLIR cannot parse it: {' '.join(first[:2])}"
         return None
-    if ctx is None:
-        from approx_dialect.context import make_context
-
-        ctx = make_context()
+    ctx = ctx or make_context()
     try:
         with up_ctx:
             return _Importer(ctx, text, filename, line_offset).module(up_module.operation)
