@@ -65,7 +65,9 @@ def commit() -> str:
 
     try:
         head = git("rev-parse", "HEAD") or "unknown"
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        # the results files themselves change with every run: not a change to the code measured
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results.json",
+                    ":!bench/results.md", ":!bench/results_runs.json")
         return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
