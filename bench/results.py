@@ -14,8 +14,8 @@ in the JSON, the reason in the Markdown) instead of stopping the others. With
 
 Defaults: each reader-based system tuned for at most 12-14 minutes, held-out
 evaluation 5x the tuning questions. The SmolLM2 systems (5-6 s per question or
-request) search for at most 20 minutes each in two worker processes (RAG: 8 tuning
-questions, 16 held out; tools: 16 tuning requests, 32 held out) and are not ablated
+request) search for at most 20 minutes each in two worker processes (RAG: 16 tuning
+questions, 16 held out, QoS against the gold answers in both; tools: 16 tuning requests, 32 held out) and are not ablated
 (an ablation re-times each knob of each chosen point: hours here); with them the
 whole run takes about 4 hours on 2 cores.
 """
@@ -232,7 +232,10 @@ def main(argv=None) -> int:
     ap.add_argument("--tools-n-tune", type=int, default=80)
     ap.add_argument("--tools-trials", type=int, default=40)
     ap.add_argument("--tools-seconds", type=float, default=840)
-    ap.add_argument("--llm-n-tune", type=int, default=8, help="RAG-LLM systems: tuning questions")
+    ap.add_argument("--llm-n-tune", type=int, default=16, help="RAG-LLM systems: tuning questions")
+    ap.add_argument("--llm-tuning-qos", choices=("gold", "agreement"), default="gold",
+                    help="RAG-LLM systems: the search's QoS: gold answer containment, or agreement with the exact "
+                    "program's answers (token F1; the reader systems')")
     ap.add_argument("--llm-n-eval", type=int, default=16, help="RAG-LLM systems: held-out questions (the first of "
                     "the 5x n-tune sample)")
     ap.add_argument("--llm-trials", type=int, default=30, help="RAG-LLM systems: evaluations per mode")
@@ -263,8 +266,10 @@ def main(argv=None) -> int:
     rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate)
     llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
                jobs=args.llm_jobs, ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
+    rag_llm = dict(llm, gold_tuning=args.llm_tuning_qos == "gold")
     tools_llm = dict(llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval, seconds=args.tools_llm_seconds)
-    sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": llm, "rag_dense_llm": llm, "tools_llm": tools_llm,
+    sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": rag_llm, "rag_dense_llm": rag_llm,
+             "tools_llm": tools_llm,
              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
                            ablate_levels=ablate)}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}
