@@ -15,9 +15,9 @@ in the JSON, the reason in the Markdown) instead of stopping the others. With
 Defaults: each reader-based system tuned for at most 12-14 minutes, held-out
 evaluation 5x the tuning questions. The SmolLM2 systems (5-6 s per question or
 request) search for at most 20 minutes each in two worker processes (RAG: 16 tuning
-questions, 16 held out, QoS against the gold answers in both; tools: 16 tuning requests, 32 held out) and are not ablated
-(an ablation re-times each knob of each chosen point: hours here); with them the
-whole run takes about 4 hours on 2 cores.
+questions, 16 held out, QoS against the gold answers in both; tools: 16 tuning
+requests, 32 held out) and are not ablated (an ablation re-times each knob of each
+chosen point: hours here); with them the whole run takes about 4 hours on 2 cores.
 """
 
 from __future__ import annotations
