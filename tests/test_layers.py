@@ -28,6 +28,12 @@ def sources(*folders: str) -> list[Path]:
     return sorted(p for f in folders for p in (ROOT / f).rglob("*.py"))
 
 
+def located(path: Path, findings: list[str]) -> list[str]:
+    """`findings` ("line: what") prefixed with the file, relative to the checkout when inside it."""
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [f"{shown}:{b}" for b in findings]
+
+
 # what each package may not import: the layers, bottom up (the docstring of each package says the same)
 BELOW = {
     "approx_dialect": ("passes", "approx_opt", "frontends", "autotuner", "examples", "bench"),
@@ -63,13 +69,7 @@ def private_uses(path: Path) -> list[str]:
         if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                 and isinstance(node.value, ast.Name) and node.value.id in modules):
             bad.append(f"{node.lineno}: {node.value.id}.{node.attr}")
-    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    return [f"{shown}:{b}" for b in bad]
-
-
-def test_examples_and_benchmarks_use_public_names_only():
-    bad = [b for p in sources("examples", "bench") for b in private_uses(p)]
-    assert not bad, "\n".join(bad)
+    return located(path, bad)
 
 
 def test_the_private_name_check_finds_one(tmp_path):
@@ -99,13 +99,7 @@ def tuner_uses(path: Path) -> list[str]:
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "autotuner"
                 and node.attr not in public):
             bad.append(f"{node.lineno}: autotuner.{node.attr}")
-    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    return [f"{shown}:{b}" for b in bad]
-
-
-def test_examples_and_benchmarks_use_the_tuner_through_its_public_surface():
-    bad = [b for p in sources("examples", "bench") for b in tuner_uses(p)]
-    assert not bad, "\n".join(bad)
+    return located(path, bad)
 
 
 def test_the_tuner_surface_check_finds_one(tmp_path):
@@ -136,13 +130,7 @@ def global_settings(path: Path) -> list[str]:
                 root = root.value
             if isinstance(t, ast.Attribute) and isinstance(root, ast.Name) and root.id in bound:
                 bad.append(f"{node.lineno}: {ast.unparse(t)}")
-    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    return [f"{shown}:{b}" for b in bad]
-
-
-def test_examples_and_benchmarks_change_no_setting_of_the_toolchain():
-    bad = [b for p in sources("examples", "bench") for b in global_settings(p)]
-    assert not bad, "\n".join(bad)
+    return located(path, bad)
 
 
 def test_the_setting_check_finds_one(tmp_path):
@@ -150,3 +138,10 @@ def test_the_setting_check_finds_one(tmp_path):
     probe.write_text("from autotuner import measure\nimport autotuner.study as st\nmeasure.SECONDS = 1\n"
                      "st.log.level += 1\nprogram = object()\nprogram.deadline = 2\n")
     assert [b.split(":", 1)[1] for b in global_settings(probe)] == ["3: measure.SECONDS", "4: st.log.level"]
+
+
+@pytest.mark.parametrize("check", (private_uses, tuner_uses, global_settings), ids=lambda c: c.__name__)
+def test_examples_and_benchmarks_pass(check):
+    """No private name, the tuner only through its surface, no toolchain setting changed."""
+    bad = [b for p in sources("examples", "bench") for b in check(p)]
+    assert not bad, "\n".join(bad)
