@@ -232,11 +232,12 @@ def main(argv=None) -> int:
     ap.add_argument("--tools-n-tune", type=int, default=80)
     ap.add_argument("--tools-trials", type=int, default=40)
     ap.add_argument("--tools-seconds", type=float, default=840)
-    ap.add_argument("--llm-n-tune", type=int, default=8, help="RAG-LLM systems: tuning questions")
-    ap.add_argument("--llm-tuning-qos", choices=("gold", "agreement"), default="agreement",
-                    help="RAG-LLM systems: the search's QoS: gold answer containment, or agreement with the exact "
-                    "program's answers (token F1; the reader systems')")
-    ap.add_argument("--llm-n-eval", type=int, default=16, help="RAG-LLM systems: held-out questions (the first of "
+    ap.add_argument("--llm-n-tune", type=int, default=16, help="RAG-LLM systems: tuning questions")
+    ap.add_argument("--llm-tuning-qos", choices=("kept", "gold", "agreement"), default="kept",
+                    help="LLM systems: the search's QoS: the gold answers on tuning inputs the exact program gets "
+                    "right (kept), the gold answers on all (gold), or agreement with the exact program's answers "
+                    "(token F1, the reader systems'; RAG-LLM only)")
+    ap.add_argument("--llm-n-eval", type=int, default=32, help="RAG-LLM systems: held-out questions (the first of "
                     "the 5x n-tune sample)")
     ap.add_argument("--llm-trials", type=int, default=30, help="RAG-LLM systems: evaluations per mode")
     ap.add_argument("--llm-seconds", type=float, default=1200, help="RAG-LLM systems: search time (both modes)")
@@ -266,8 +267,9 @@ def main(argv=None) -> int:
     rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate)
     llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
                jobs=args.llm_jobs, ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
-    rag_llm = dict(llm, gold_tuning=args.llm_tuning_qos == "gold")
-    tools_llm = dict(llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval, seconds=args.tools_llm_seconds)
+    rag_llm = dict(llm, tuning_qos=args.llm_tuning_qos)
+    tools_llm = dict(rag_llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval,
+                     seconds=args.tools_llm_seconds)
     sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": rag_llm, "rag_dense_llm": rag_llm,
              "tools_llm": tools_llm,
              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,

@@ -30,14 +30,14 @@ TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5),  # >=
 
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
-            jobs: int = 1, gold_tuning: bool = False) -> dict:
+            jobs: int = 1, tuning_qos: str = "agreement") -> dict:
     from examples.systems.tuning import front_gaps, level_points, load_system, tune_system
     from examples.systems.tuning import held_out_speedup as best
 
     program = load_system(name)
     run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or ROOT / "reports" / "bench" / name, seed=seed,
                       eval_repeats=2, ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs, program=program,
-                      gold_tuning=gold_tuning)
+                      tuning_qos=tuning_qos)
     r = run.result
     chosen = {m: r.best_within(9 / 100 + 1e-9, mode=m, split="eval") for m in ("static", "dynamic")}
     return {
@@ -58,7 +58,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
 
 def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = 600, seed: int = 0,
                out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
-               jobs: int = 1, gold_tuning: bool = False) -> dict:
+               jobs: int = 1, tuning_qos: str = "agreement") -> dict:
     """One system's row: the keys of results.json (SHAPE) plus details for the Markdown.
     `n_eval` (RAG: the first n_eval held-out questions; tools: a multiple of n_tune)."""
     if name in ("tools", "tools_llm"):
@@ -70,7 +70,7 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
                          jobs=jobs, eval_repeats=1 if llm else 2)
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
-    return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, gold_tuning)
+    return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos)
 
 
 if __name__ == "__main__":

@@ -188,19 +188,42 @@ def test_qos_metric():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["rag_bm25", "rag_dense"])
-def test_tiny_tuning_run(name, bm25, dense, tmp_path):
+@pytest.mark.parametrize("name, tuning_qos", [("rag_bm25", "kept"), ("rag_dense", "agreement")])
+def test_tiny_tuning_run(name, tuning_qos, bm25, dense, tmp_path):
     from examples.systems.tuning import tune_system
 
     program = bm25 if name == "rag_bm25" else dense
     run = tune_system(name, n_tune=3, trials=2, seconds=None, out_dir=tmp_path, evaluate=False, report=False,
-                      program=program)
+                      program=program, tuning_qos=tuning_qos)
     r = run.result
     assert isinstance(r, TuningResult) and r.n_tune == 3
     assert r.trials >= 3 and run.trials_per_mode["static"] == 2
     assert any(p.mode == "static" for p in r.front) and any(p.mode == "dynamic" for p in r.front)
     assert all(p.qos_loss_tune <= r.budget for p in r.front)
     assert (tmp_path / "result.json").is_file()
+    said = "on questions the exact program answers right" if tuning_qos == "kept" else "compares"
+    assert any(n.startswith(f"QoS: tuning {said}") for n in r.notes)
+
+
+def test_kept_tuning_questions_are_those_the_exact_program_gets_right(bm25):
+    from examples.systems.common import METRIC, question_sets
+    from examples.systems.tuning import exact_right
+
+    (qs, golds), _ = question_sets(12, 0, 0)
+    kept_q, kept_a, tried = exact_right(bm25, qs, golds, METRIC.fn, 3)
+    exact = bm25.exact()
+    right = [q for q, a in zip(qs, golds) if METRIC.fn(exact(q), a) == 1.0]
+    assert len(kept_q) == 3 and 3 <= tried <= len(qs) and set(kept_q) <= set(right)
+    assert all(METRIC.fn(exact(q), a) == 1.0 for q, a in zip(kept_q, kept_a))
+    assert len(right) < len(qs)  # the check could fail: some question is answered wrong
+
+
+def test_tuning_qos_must_be_known(bm25, tmp_path):
+    from approx_dialect.diagnostics import ApproxError
+    from examples.systems.tuning import tune_system
+
+    with pytest.raises(ApproxError, match="unknown tuning QoS 'exact'.*agreement, gold, kept"):
+        tune_system("rag_bm25", n_tune=3, trials=1, out_dir=tmp_path, program=bm25, tuning_qos="exact")
 
 
 def test_dynamic_seeds_switch_at_tertiles_and_median(bm25):

@@ -50,12 +50,23 @@ def pool_items(category: str) -> tuple[BfclItem, ...]:
 def split(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> tuple[list[BfclItem], list[BfclItem]]:
     """(tuning items, evaluation items): disjoint, from the pool, stratified by category,
     len(eval) = eval_ratio * len(tune)."""
+    tune, evaluation, _ = _split3(n_tune, seed, eval_ratio)
+    return tune, evaluation
+
+
+def spare_items(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> list[BfclItem]:
+    """The pool items in neither part of `split(n_tune, seed, eval_ratio)`, seeded order:
+    more tuning candidates that leave the evaluation items as they are."""
+    return _split3(n_tune, seed, eval_ratio)[2]
+
+
+def _split3(n_tune: int, seed: int, eval_ratio: int) -> tuple[list[BfclItem], list[BfclItem], list[BfclItem]]:
     pools = {c: pool_items(c) for c in CATEGORIES}
     total = sum(len(p) for p in pools.values())
     if n_tune < 1 or n_tune * (1 + eval_ratio) > total:
         raise ApproxError(f"n_tune must be in 1..{total // (1 + eval_ratio)} ({total} pool items, "
                           f"evaluation = {eval_ratio}x tuning), got {n_tune}", where="tools split")
-    tune, evaluation = [], []
+    tune, evaluation, spare = [], [], []
     want_tune = _shares(n_tune, [len(pools[c]) for c in CATEGORIES])
     want_eval = _shares(eval_ratio * n_tune, [len(pools[c]) for c in CATEGORIES])
     for k, c in enumerate(CATEGORIES):
@@ -63,8 +74,9 @@ def split(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> tuple[list[BfclIte
         picked = [pools[c][i] for i in order]
         tune += picked[:want_tune[k]]
         evaluation += picked[want_tune[k]:want_tune[k] + want_eval[k]]
+        spare += picked[want_tune[k] + want_eval[k]:]
     mix = lambda xs, s: [xs[i] for i in np.random.default_rng(s).permutation(len(xs))]  # noqa: E731
-    return mix(tune, [seed, 7]), mix(evaluation, [seed, 8])
+    return mix(tune, [seed, 7]), mix(evaluation, [seed, 8]), mix(spare, [seed, 9])
 
 
 def _shares(n: int, sizes: list[int]) -> list[int]:

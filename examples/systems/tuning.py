@@ -235,22 +235,60 @@ def seed_dynamic(program, storage: str, base: str, budget: float, narrow: dict, 
     return enqueue(storage, f"{base}/dynamic", space, dynamic_seeds(space, static, states), limit)
 
 
+TUNING_QOS = {  # the search's QoS -> what the result's notes say of it
+    "agreement": "QoS: tuning compares each answer with the exact program's answer (SQuAD token F1, every "
+                 "question counts); the held-out evaluation with the gold answers (answer containment, the "
+                 "paper's QoS)",
+    "gold": "QoS: tuning and held-out evaluation both against the gold answers (answer containment, the "
+            "paper's QoS)",
+    "kept": "QoS: tuning on questions the exact program answers right (gold answer contained), against "
+            "the gold answers: a loss is an answer lost, never offset by one gained; the held-out "
+            "evaluation with the gold answers on all its questions (answer containment, the paper's QoS)"}
+KEPT_CANDIDATES = 4  # "kept" tuning: at most this many x n_tune tuning questions are tried
+
+
+def exact_right(program, inputs: list, references: list, score, n: int, seed: int = 0,
+                log=None, shuffle: bool = True) -> tuple[list, list, int]:
+    """(inputs, references, tried): the first `n` of `inputs` (`shuffle`: in a seeded
+    order, the inputs may come grouped, e.g. by article) whose exact output scores 1
+    (`score(output, reference)`), and how many were run to find them. Tuning on
+    them, a configuration's loss counts the answers it loses and none it gains by
+    luck (with a few dozen tuning inputs, gains offset losses and the search picks
+    configurations lucky on them)."""
+    import numpy as np
+
+    exact = program.exact()
+    kept_in, kept_ref, tried = [], [], 0
+    order = np.random.default_rng([seed, 1]).permutation(len(inputs)) if shuffle else range(len(inputs))
+    for i in order:
+        if len(kept_in) == n:
+            break
+        tried += 1
+        if score(exact(inputs[i]), references[i]) >= 1.0:
+            kept_in.append(inputs[i])
+            kept_ref.append(references[i])
+        if log is not None:
+            log(f"tuning inputs the exact program gets right: {len(kept_in)}/{n} of {tried} tried")
+    return kept_in, kept_ref, tried
+
+
 def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = None,
                 out_dir: str | Path | None = None, seed: int = 0, budget: float = BUDGET,
                 sampler: str = SAMPLER, report: bool = True, fresh: bool = True, evaluate: bool = True,
                 progress: bool = False, program=None, eval_repeats: int = REPEATS,
                 ablate_levels: tuple = (), n_eval: int | None = None, jobs: int = 1,
-                gold_tuning: bool = False) -> SystemRun:
+                tuning_qos: str = "agreement") -> SystemRun:
     """Tune system `name` (or `program`, a RagSystem) on `n_tune` tuning questions
     (evaluation: 5x as many, other articles; or the first `n_eval` of them), `trials`
     evaluations per mode, at most about `seconds` of search, `jobs` worker processes
     (each builds the system `name`; 1: this process runs `program`); `evaluate=False`
     skips the held-out evaluation (paired timing, `eval_repeats` rounds at most).
     `ablate_levels` (percent QoS-loss levels): ablate the chosen point of each on the
-    first `n_tune` held-out questions. `gold_tuning`: the search's QoS is the gold answers'
-    containment too, not agreement with the exact answers (a generated answer changes its
-    wording under almost any approximation, so agreement rejects settings that keep
-    the gold answers)."""
+    first `n_tune` held-out questions. `tuning_qos` (TUNING_QOS): "agreement" with the
+    exact answers suits the extractive readers, whose spans are stable; a generated answer
+    changes its wording under almost any approximation, so for the LLM systems agreement
+    rejects settings that keep the gold answers, and "kept" tunes against the gold answers
+    on questions the exact program gets right ("gold": on all tuning questions)."""
     from autotuner import tune
     from examples.systems.common import METRIC, NARROW, question_sets
 
@@ -260,8 +298,23 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     program = program if program is not None else load_system(name)
+    if tuning_qos not in TUNING_QOS:
+        from approx_dialect.diagnostics import ApproxError
+
+        raise ApproxError(f"unknown tuning QoS '{tuning_qos}' (one of: {', '.join(TUNING_QOS)})",
+                          where="examples.systems")
     (tune_q, tune_a), (eval_q, eval_a) = question_sets(n_tune, seed, n_eval)
-    tune_ref = tune_a if gold_tuning else None
+    tried = None
+    if tuning_qos == "kept":  # the held-out split stays that of (n_tune, seed, n_eval): `approx-tune verify` finds it
+        (cand_q, cand_a), _ = question_sets(KEPT_CANDIDATES * n_tune, seed, 0)
+        tune_q, tune_a, tried = exact_right(program, cand_q, cand_a, METRIC.fn, n_tune, seed,
+                                            log=print if progress else None)
+        if not tune_q:
+            from approx_dialect.diagnostics import ApproxError
+
+            raise ApproxError(f"the exact program answers none of {tried} tuning questions right: nothing to "
+                              "tune against (try --llm-tuning-qos agreement)", where="examples.systems")
+    tune_ref = None if tuning_qos == "agreement" else tune_a
     negligible = program.negligible_knobs(tune_q[:8])
     fix = {k: 0 for k in negligible}
     narrow = {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
@@ -280,10 +333,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     answers = program.exact_answers
     qos_exact = sum(METRIC.fn(answers[q], a) for q, a in zip(eval_q, eval_a)) / len(eval_q) if evaluate else None
     result.notes += [
-        "QoS: tuning and held-out evaluation both against the gold answers (answer containment, the paper's QoS)"
-        if gold_tuning else
-        "QoS: tuning compares each answer with the exact program's answer (SQuAD token F1, every question "
-        "counts); the held-out evaluation with the gold answers (answer containment, the paper's QoS)",
+        TUNING_QOS[tuning_qos] + (f" ({len(tune_q)} tuning questions, found among {tried} tried)" if tried else ""),
         "fixed at exact (their retrieval stage takes under 2 % of the exact program's time): "
         + (", ".join(f"{k} ({100 * v:.2f} %)" for k, v in negligible.items()) or "none")]
     record_how_to_verify(result, SYSTEMS.get(name, ""), "examples.systems.common:METRIC",
