@@ -67,7 +67,8 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
         llm = name == "tools_llm"
         return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or ROOT / "reports" / "bench" / name,
                          ablate_levels=ablate_levels, llm=llm, eval_ratio=(n_eval or 5 * n_tune) // n_tune,
-                         jobs=jobs, eval_repeats=1 if llm else 2)
+                         jobs=jobs, eval_repeats=1 if llm else 2,
+                         **({"tuning_qos": "gold" if tuning_qos == "agreement" else tuning_qos} if llm else {}))
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
     return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos)

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from approx_dialect.diagnostics import ApproxError
 from approx_opt.main import list_knobs
 from examples.systems.tools_agent import ToolsAgentProgram, string_load
 from examples.systems.tools_components import ItemTools
-from examples.systems.tools_data import DEV_FRACTION, ast_match, dev_items, query_of, split
+from examples.systems.tools_data import DEV_FRACTION, ast_match, dev_items, pool_items, query_of, spare_items, split
 from examples.systems.tools_fill import fill_scored
 from examples.systems.tools_text import analyse
 from frontends.components.tools import KeywordTriage, load_bfcl
@@ -145,6 +146,10 @@ def test_split_is_disjoint_stratified_and_outside_the_development_items():
     assert {i.category for i in tune} == {"simple_python", "multiple", "parallel"}
     assert [i.id for i in split(20, seed=3)[0]] == [i.id for i in tune]  # seeded
     assert DEV_FRACTION == 0.3
+    spare = spare_items(20, seed=3)
+    pool = {i.id for c in ("simple_python", "multiple", "parallel") for i in pool_items(c)}
+    assert not {i.id for i in spare} & {i.id for i in tune + evaluation}
+    assert {i.id for i in spare + tune + evaluation} == pool
 
 
 def test_query_analysis_numbers_and_spans():
@@ -165,3 +170,17 @@ def test_tiny_tuning_run(program, tmp_path):
     assert result.trials >= 2 and result.front
     assert {p.mode for p in result.front} <= {"static", "dynamic"}
     assert all(p.qos_loss_eval is not None for p in result.front)
+
+
+def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_path):
+    from examples.systems.tools_agent import run_system
+
+    row = run_system(3, trials=2, seconds=None, out_dir=tmp_path, eval_ratio=2, tuning_qos="kept")
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert row["n_tune"] == 3 and row["n_eval"] == 6
+    assert any(n.startswith("QoS: BFCL's AST check; tuning on 3 items the exact agent gets right") for n in
+               result["notes"])
+    exact = [t for t in result["all_trials"] if t["mode"] == "static" and t["qos_loss"] == 0.0]
+    assert exact and all(t["qos_loss"] >= 0.0 for t in result["all_trials"])  # no lucky gains on kept items
+    with pytest.raises(ApproxError, match="unknown tuning QoS 'agreement' for the tools agent"):
+        run_system(3, trials=1, seconds=None, out_dir=tmp_path, tuning_qos="agreement")
