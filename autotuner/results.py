@@ -80,6 +80,7 @@ class TuningResult:
     n_eval: int | None = None  # inputs in the evaluation split
     exact_seconds_tune: float | None = None
     exact_seconds_eval: float | None = None
+    exact_scores_eval: list[float] | None = None  # the exact program's QoS per held-out input (with references)
     study_names: dict[str, str] = field(default_factory=dict)  # mode -> Optuna study name
     storage: str | None = None  # where the studies live (a SQLite URL or a PostgreSQL URL without password)
     # mode -> hypervolume of the tuning front after 0, 1, 2, ... evaluations (reference point: QoS loss = budget,

@@ -292,6 +292,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     if objective == "time":
         result.exact_seconds_tune = tune_m.exact_seconds()
         result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
+    if eval_m is not None and eval_m.references is not None:
+        result.exact_scores_eval = [float(v) for v in eval_m.exact_scores]
     for m, study in studies.items():
         c = counts(study)
         result.trials += c["evaluated"]

@@ -180,6 +180,8 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
                   f"- tuning questions {d.get('n_tune')}, evaluation {d.get('n_eval')}; "
                   f"trials per mode {d.get('trials_per_mode')}; wall time (load, tune, evaluate, report) "
                   f"{d.get('wall_seconds', 0):.0f} s; report: {repo_path(d.get('report', '-'))}"]
+        if d.get("qos_note"):
+            lines.append(f"- {d['qos_note']}")
         if d.get("fixed"):
             lines.append("- fixed at exact (stage under 2 % of the exact time): "
                          + ", ".join(f"{k} ({100 * v:.2f} %)" for k, v in d["fixed"].items()))

@@ -28,6 +28,11 @@ TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5),  # >=
            "rag_bm25_llm": (6, 2.0), "rag_dense_llm": (3, 3.0), "tools_llm": (6, 1.5)}
 
 
+def qos_note(result) -> str | None:
+    """What the search's QoS was (the result's note that says it)."""
+    return next((n for n in result.notes if n.startswith("QoS:")), None)
+
+
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
             jobs: int = 1, tuning_qos: str = "agreement") -> dict:
@@ -50,7 +55,8 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
         "wall_seconds": run.wall_seconds, "report": str(run.report), "fixed": run.fixed,
         "front": front_gaps(r),
         "points": level_points(r, LEVELS), "program": r.program_spec, "metric": r.metric_spec,
-        "held_out": r.held_out, "result": str(run.out_dir / "result.json"), "model": program.model,
+        "held_out": r.held_out, "qos_note": qos_note(r), "result": str(run.out_dir / "result.json"),
+        "model": program.model,
         "importances": r.importances, "ablations": r.ablations,
         "best_at_9": {m: (p.knobs if p else None) for m, p in chosen.items()},
     }

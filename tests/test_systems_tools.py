@@ -170,6 +170,8 @@ def test_tiny_tuning_run(program, tmp_path):
     assert result.trials >= 2 and result.front
     assert {p.mode for p in result.front} <= {"static", "dynamic"}
     assert all(p.qos_loss_eval is not None for p in result.front)
+    exact = program.exact()
+    assert result.exact_scores_eval == [ast_match(exact(query_of(i)), i) for i in eval_items]
 
 
 def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_path):

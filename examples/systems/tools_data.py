@@ -94,8 +94,9 @@ def ast_match(calls: list[dict], item: BfclItem) -> float:
     return 1.0 if item.check(calls) else 0.0
 
 
-def accuracy_by_category(items, outputs) -> dict[str, float]:
+def accuracy_by_category(items, scores) -> dict[str, float]:
+    """Mean AST score per category of `items` (`scores`: ast_match per item)."""
     out: dict[str, list[float]] = {}
-    for item, calls in zip(items, outputs):
-        out.setdefault(item.category, []).append(ast_match(calls, item))
+    for item, score in zip(items, scores):
+        out.setdefault(item.category, []).append(score)
     return {c: float(np.mean(v)) for c, v in out.items()}

@@ -64,9 +64,9 @@ def measure(n: int, seed: int = 0) -> dict:
     for name in runs:
         m = len(outputs[name])
         t = np.array(seconds[name])
-        out[name] = {"requests": m,
-                     "ast_accuracy": round(float(np.mean([ast_match(o, i) for o, i in zip(outputs[name], items)])), 3),
-                     "by_category": {c: round(v, 3) for c, v in accuracy_by_category(items[:m], outputs[name]).items()},
+        scores = [ast_match(o, i) for o, i in zip(outputs[name], items)]
+        out[name] = {"requests": m, "ast_accuracy": round(float(np.mean(scores)), 3),
+                     "by_category": {c: round(v, 3) for c, v in accuracy_by_category(items[:m], scores).items()},
                      "seconds_per_request": round(float(t.mean()), 4),
                      "speedup_vs_llm_exact": round(float(exact[:m].sum() / max(t.sum(), 1e-9)), 2),
                      "speedup_interval": interval(exact[:m], t)}
