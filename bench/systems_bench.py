@@ -35,7 +35,7 @@ def qos_note(result) -> str | None:
 
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
-            jobs: int = 1, tuning_qos: str = "agreement") -> dict:
+            jobs: int = 1, tuning_qos: str | None = None) -> dict:
     from examples.systems.tuning import front_gaps, level_points, load_system, tune_system
     from examples.systems.tuning import held_out_speedup as best
 
@@ -64,7 +64,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
 
 def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = 600, seed: int = 0,
                out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
-               jobs: int = 1, tuning_qos: str = "agreement") -> dict:
+               jobs: int = 1, tuning_qos: str | None = None) -> dict:
     """One system's row: the keys of results.json (SHAPE) plus details for the Markdown.
     `n_eval` (RAG: the first n_eval held-out questions; tools: a multiple of n_tune)."""
     if name in ("tools", "tools_llm"):
@@ -74,7 +74,7 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
         return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or ROOT / "reports" / "bench" / name,
                          ablate_levels=ablate_levels, llm=llm, eval_ratio=(n_eval or 5 * n_tune) // n_tune,
                          jobs=jobs, eval_repeats=1 if llm else 2,
-                         **({"tuning_qos": "gold" if tuning_qos == "agreement" else tuning_qos} if llm else {}))
+                         **({"tuning_qos": tuning_qos or "kept"} if llm else {}))
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
     return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos)

@@ -85,8 +85,10 @@ def main(argv=None) -> int:
     print(f"tuning: {r.trials} trials in {r.tuning_seconds:.0f} s; everything: {time.perf_counter() - start:.0f} s\n")
     print(speedup_table(summary))
     print("\nspeedup = exact time / approximate time (thread CPU time, torch on one thread); QoS loss = "
-          "(QoS_exact - QoS_approx) / QoS_exact. Tuning rows: loss against the exact program's answers; "
-          "evaluation rows: against the gold answers (the paper's QoS). Exact and approximate runs are timed "
+          "(QoS_exact - QoS_approx) / QoS_exact. Tuning rows: "
+          + ("answers lost on tuning questions the exact program gets right" if args.system.endswith("_llm")
+             else "loss against the exact program's answers")
+          + "; evaluation rows: against the gold answers (the paper's QoS). Exact and approximate runs are timed "
           "side by side (paired), with the 95 % interval in brackets.")
     print(f"re-measure the front as a user would: .venv/bin/approx-tune verify --out {rel}")
     return 0

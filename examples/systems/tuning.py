@@ -277,18 +277,19 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                 sampler: str = SAMPLER, report: bool = True, fresh: bool = True, evaluate: bool = True,
                 progress: bool = False, program=None, eval_repeats: int = REPEATS,
                 ablate_levels: tuple = (), n_eval: int | None = None, jobs: int = 1,
-                tuning_qos: str = "agreement") -> SystemRun:
+                tuning_qos: str | None = None) -> SystemRun:
     """Tune system `name` (or `program`, a RagSystem) on `n_tune` tuning questions
     (evaluation: 5x as many, other articles; or the first `n_eval` of them), `trials`
     evaluations per mode, at most about `seconds` of search, `jobs` worker processes
     (each builds the system `name`; 1: this process runs `program`); `evaluate=False`
     skips the held-out evaluation (paired timing, `eval_repeats` rounds at most).
     `ablate_levels` (percent QoS-loss levels): ablate the chosen point of each on the
-    first `n_tune` held-out questions. `tuning_qos` (TUNING_QOS): "agreement" with the
-    exact answers suits the extractive readers, whose spans are stable; a generated answer
-    changes its wording under almost any approximation, so for the LLM systems agreement
-    rejects settings that keep the gold answers, and "kept" tunes against the gold answers
-    on questions the exact program gets right ("gold": on all tuning questions)."""
+    first `n_tune` held-out questions. `tuning_qos` (TUNING_QOS; default: "kept" for the
+    LLM systems, "agreement" for the others): agreement with the exact answers suits the
+    extractive readers, whose spans are stable; a generated answer changes its wording
+    under almost any approximation, so for the LLM systems agreement rejects settings
+    that keep the gold answers, and "kept" tunes against the gold answers on questions
+    the exact program gets right ("gold": on all tuning questions)."""
     from autotuner import tune
     from examples.systems.common import METRIC, NARROW, question_sets
 
@@ -298,6 +299,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     program = program if program is not None else load_system(name)
+    tuning_qos = tuning_qos or ("kept" if name.endswith("_llm") else "agreement")
     if tuning_qos not in TUNING_QOS:
         from approx_dialect.diagnostics import ApproxError
 
