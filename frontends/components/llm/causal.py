@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel, build_prompt, first_line
 
 DEFAULT_MAX_NEW_TOKENS = 32
@@ -49,14 +49,12 @@ class CausalLM(AnswerModel):
         path = Path(path)
         if not (path / "config.json").is_file():
             raise ApproxError("no transformers model here (config.json missing)", where=str(path))
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging
 
-        logging.disable_progress_bar()
         try:
-            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
+            with quiet_loading():
+                tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+                model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
         except (OSError, ValueError) as err:
             raise ApproxError(f"cannot load the causal LM: {str(err).splitlines()[0]}", where=str(path)) from None
         return cls(model, tok, name or path.name, **kw)

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.causal import sequence_confidence
 from frontends.components.llm.span_model import LoRALinear
@@ -66,16 +67,8 @@ def cache_dir() -> Path:
 def load_base(gguf: Path | None = None, cache: Path | None = None):
     """(model, tokenizer): the float32 base model, from the cache folder when it
     holds one, else dequantised from the GGUF file and saved there."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()
-    verbosity = logging.get_verbosity()
-    logging.set_verbosity_error()  # quiet while it loads; the caller's logging stays the caller's
-    try:
+    with quiet_loading():
         return _load_base(gguf, cache)
-    finally:
-        logging.set_verbosity(verbosity)
 
 
 def _load_base(gguf: Path | None, cache: Path | None):

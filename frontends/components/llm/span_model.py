@@ -11,7 +11,6 @@ files load here. (The untrained network the tests use is in tests/tiny_models.py
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import torch
 from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.hf_loading import quiet_loading
 
 ADAPTED = ("attention.self.query", "attention.self.key", "attention.self.value",
            "attention.output.dense", "intermediate.dense", "output.dense")
@@ -52,12 +52,10 @@ class SpanModel(nn.Module):
 
     def __init__(self, layers: int = 6, rank: int = 16, alpha: float = 32.0, model_dir: Path | None = None):
         super().__init__()
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import AutoModel
-        from transformers.utils import logging
 
-        logging.disable_progress_bar()
-        encoder = AutoModel.from_pretrained(str(model_dir or minilm_dir()), local_files_only=True).float()
+        with quiet_loading():
+            encoder = AutoModel.from_pretrained(str(model_dir or minilm_dir()), local_files_only=True).float()
         if not 1 <= layers <= len(encoder.encoder.layer):
             raise ApproxError(f"the reader can use 1..{len(encoder.encoder.layer)} encoder layers, got {layers}",
                               where="SpanModel")

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.hf_loading import quiet_loading
 
 MAX_SEQ_LENGTH = 256  # the package's sentence_bert_config.json
 DIM = 384
@@ -51,15 +52,12 @@ class MiniLMEncoder:
         self._tok = self._model = None
 
     def _load(self) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging
 
-        logging.disable_progress_bar()
         path = model_dir()
-        self._tok = AutoTokenizer.from_pretrained(path)
-        self._model = AutoModel.from_pretrained(path).eval()
+        with quiet_loading():
+            self._tok = AutoTokenizer.from_pretrained(path)
+            self._model = AutoModel.from_pretrained(path).eval()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), 384) float32 embeddings, as sentence-transformers' encode gives them."""
