@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from autotuner.cli import main
+from autotuner.explain import is_exact
 
 ROOT = Path(__file__).resolve().parents[1]
 MLIR = str(ROOT / "examples/mlir/adaptive_sum.mlir")
@@ -97,7 +98,11 @@ def test_verify_remeasures_the_front_paired(capsys, tuned, tmp_path):
     assert result["held_out"]["inputs"] == "test_autotuner_cli:adaptive_inputs" and result["metric_spec"] == "rel_l2"
     assert result["timing"].startswith("paired")
     front = result["front"]
-    assert all(p["speedup_eval_ci"][0] <= p["speedup_eval"] <= p["speedup_eval_ci"][1] for p in front)
+    exact = [p for p in front if all(is_exact(v) for v in p["knobs"].values())]
+    assert all(p["speedup_eval"] == 1.0 and p["speedup_eval_ci"] is None and p["qos_loss_eval"] == 0.0
+               for p in exact)  # the exact program: not timed against itself
+    assert all(p["speedup_eval_ci"][0] <= p["speedup_eval"] <= p["speedup_eval_ci"][1]
+               for p in front if p not in exact) and len(exact) < len(front)
     code, text, err = run(capsys, "verify", "--out", out, "--reverse", "--json", tmp_path / "v.json")
     assert code == 0, err
     rows = json.loads((tmp_path / "v.json").read_text())
