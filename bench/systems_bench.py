@@ -28,15 +28,10 @@ TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5),  # >=
            "rag_bm25_llm": (6, 2.0), "rag_dense_llm": (3, 3.0), "tools_llm": (6, 1.5)}
 
 
-def qos_note(result) -> str | None:
-    """What the search's QoS was (the result's note that says it)."""
-    return next((n for n in result.notes if n.startswith("QoS:")), None)
-
-
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
             jobs: int = 1, tuning_qos: str | None = None) -> dict:
-    from examples.systems.tuning import front_gaps, level_points, load_system, tune_system
+    from examples.systems.tuning import front_gaps, level_points, load_system, qos_note, tune_system
     from examples.systems.tuning import held_out_speedup as best
 
     program = load_system(name)
@@ -73,8 +68,7 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
         llm = name == "tools_llm"
         return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or ROOT / "reports" / "bench" / name,
                          ablate_levels=ablate_levels, llm=llm, eval_ratio=(n_eval or 5 * n_tune) // n_tune,
-                         jobs=jobs, eval_repeats=1 if llm else 2,
-                         **({"tuning_qos": tuning_qos or "kept"} if llm else {}))
+                         jobs=jobs, eval_repeats=1 if llm else 2, tuning_qos=tuning_qos)
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
     return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos)

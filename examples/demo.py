@@ -65,7 +65,7 @@ def main(argv=None) -> int:
             setattr(args, k, v)
     n_eval = args.n_eval or 5 * args.n_tune
 
-    from examples.systems.tuning import ROOT, load_system, tune_system
+    from examples.systems.tuning import ROOT, default_tuning_qos, load_system, tune_system
 
     start = time.perf_counter()
     print(f"[demo] {args.system}: loading (index, models, JIT kernels) ...", flush=True)
@@ -86,8 +86,8 @@ def main(argv=None) -> int:
     print(speedup_table(summary))
     print("\nspeedup = exact time / approximate time (thread CPU time, torch on one thread); QoS loss = "
           "(QoS_exact - QoS_approx) / QoS_exact. Tuning rows: "
-          + ("answers lost on tuning questions the exact program gets right" if args.system.endswith("_llm")
-             else "loss against the exact program's answers")
+          + ("answers lost on tuning questions the exact program gets right"
+             if default_tuning_qos(args.system) == "kept" else "loss against the exact program's answers")
           + "; evaluation rows: against the gold answers (the paper's QoS). Exact and approximate runs are timed "
           "side by side (paired), with the 95 % interval in brackets.")
     print(f"re-measure the front as a user would: .venv/bin/approx-tune verify --out {rel}")

@@ -151,12 +151,13 @@ def held_out(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> tuple[list[Tool
 
 def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
                ablate_levels: tuple = (), *, llm: bool = False, eval_ratio: int = 5, jobs: int = 1,
-               eval_repeats: int = EVAL_REPEATS, tuning_qos: str = "gold") -> dict:
+               eval_repeats: int = EVAL_REPEATS, tuning_qos: str | None = None) -> dict:
     """Tune the agent (`llm`: the LLM + tools agent of tools_agent_llm.py) on `n_tune`
     BFCL items (static, then dynamic seeded with the static front; `trials` evaluations
     each, or what `seconds` allows, half per mode; `jobs` worker processes) and evaluate
     both fronts on eval_ratio x n_tune held-out items: the row of bench/results.json.
-    `tuning_qos`: "gold", the AST check on the tuning items; "kept", the AST check on
+    `tuning_qos` (default: "kept" for the LLM agent, "gold" for the reader agent):
+    "gold", the AST check on the tuning items; "kept", the AST check on
     tuning items the exact agent gets right (the tuning items, then pool items in
     neither split; a loss is a call lost, never offset by one gained by luck: on 16
     items, cue words alone beat SmolLM2 and a -100 % tuning loss hid a 73 % held-out one).
@@ -169,12 +170,14 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
         front_gaps,
         held_out_speedup,
         level_points,
+        qos_note,
         record_how_to_verify,
         search_static_then_dynamic,
     )
 
     one_thread()
     start = time.perf_counter()
+    tuning_qos = tuning_qos or ("kept" if llm else "gold")
     if tuning_qos not in ("gold", "kept"):
         raise ApproxError(f"unknown tuning QoS '{tuning_qos}' for the tools agent (one of: gold, kept)",
                           where="examples.systems.tools_agent")
@@ -228,7 +231,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
            "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": done,
            "result": str(out / "result.json"), "points": level_points(result, LEVELS),
            "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
-           "qos_note": next((n for n in result.notes if n.startswith("QoS:")), None),
+           "qos_note": qos_note(result),
            "front": front_gaps(result), "model": program.model}
     from autotuner.report import write_report
 

@@ -247,6 +247,16 @@ TUNING_QOS = {  # the search's QoS -> what the result's notes say of it
 KEPT_CANDIDATES = 4  # "kept" tuning: at most this many x n_tune tuning questions are tried
 
 
+def default_tuning_qos(name: str) -> str:
+    """The search's QoS when none is asked for: "kept" for the LLM systems, "agreement" else."""
+    return "kept" if name.endswith("_llm") else "agreement"
+
+
+def qos_note(result) -> str | None:
+    """What the search's QoS was (the result's note that says it), for a results row."""
+    return next((n for n in result.notes if n.startswith("QoS:")), None)
+
+
 def exact_right(program, inputs: list, references: list, score, n: int, seed: int = 0,
                 log=None, shuffle: bool = True) -> tuple[list, list, int]:
     """(inputs, references, tried): the first `n` of `inputs` (`shuffle`: in a seeded
@@ -299,7 +309,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     program = program if program is not None else load_system(name)
-    tuning_qos = tuning_qos or ("kept" if name.endswith("_llm") else "agreement")
+    tuning_qos = tuning_qos or default_tuning_qos(name)
     if tuning_qos not in TUNING_QOS:
         from approx_dialect.diagnostics import ApproxError
 
