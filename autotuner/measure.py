@@ -107,6 +107,28 @@ def bootstrap_ratio(exact: np.ndarray, approx: np.ndarray, level: float = 0.95,
     return float(lo), float(hi)
 
 
+def bootstrap_loss(exact: np.ndarray, approx: np.ndarray, relative: bool, level: float = 0.95,
+                   seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap of the QoS loss over inputs (resampled paired: each input's
+    exact and approximate score together): (mean(exact) - mean(approx)) / mean(exact)
+    when `relative` (ground truth), else mean(1 - approx) (agreement with the exact
+    outputs). A resample where the exact program scores 0 compares scores directly."""
+    exact, approx = np.asarray(exact, dtype=float), np.asarray(approx, dtype=float)
+    n = len(approx)
+    if n == 0:
+        return 0.0, 0.0
+    idx = np.random.default_rng(seed).integers(0, n, size=(BOOTSTRAP_SAMPLES, n)) if n > 1 else np.zeros((1, 1), int)
+    a = approx[idx].mean(axis=1)
+    if relative:
+        e = exact[idx].mean(axis=1)
+        base = np.where(e > 0, e, 1.0)
+        losses = (e - a) / base
+    else:
+        losses = 1.0 - a
+    lo, hi = np.quantile(losses, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 @dataclass
 class Measurement:
     qos_loss: float
@@ -119,6 +141,12 @@ class Measurement:
     speedup_low: float | None = None  # 95 % interval of the paired speedup
     speedup_high: float | None = None
     exact_seconds: float | None = None  # one exact pass, timed alongside
+    loss_low: float | None = None  # 95 % bootstrap interval of the QoS loss over the inputs
+    loss_high: float | None = None
+
+    @property
+    def loss_interval(self) -> list[float] | None:
+        return None if self.loss_low is None else [self.loss_low, self.loss_high]
 
     @property
     def speedup_interval(self) -> tuple[float, float] | None:
@@ -279,6 +307,11 @@ class Measurer:
 
     def qos(self, outputs: list, n: int) -> tuple[float, float, float]:
         """(QoS loss, mean quality, standard error of the loss) of outputs of the first n inputs."""
+        loss, quality, se, _ = self.qos_scores(outputs, n)
+        return loss, quality, se
+
+    def qos_scores(self, outputs: list, n: int) -> tuple[float, float, float, np.ndarray]:
+        """`qos` and the per-input scores of the outputs (for the loss's interval)."""
         refs = (self.references if self.references is not None else self.exact_outputs)[:n]
         scores = self.metric.scores(outputs, refs)
         exact = self.exact_scores[:n]
@@ -289,7 +322,11 @@ class Measurer:
         loss = (qos_exact - float(scores.mean())) / qos_exact if self.references is not None \
             else float(per_input.mean())
         se = float(per_input.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
-        return loss, float(scores.mean()), se
+        return loss, float(scores.mean()), se, scores
+
+    def loss_interval(self, scores: np.ndarray, n: int) -> tuple[float, float]:
+        """95 % bootstrap interval of the QoS loss of per-input `scores` on the first n inputs."""
+        return bootstrap_loss(self.exact_scores[:n], scores, self.references is not None)
 
     def measure(self, fn, config: dict, n: int | None = None, repeats: int | None = None) -> Measurement:
         """QoS loss and speedup of `fn` (the program built for `config`) on the first
@@ -299,14 +336,16 @@ class Measurer:
         untimed = getattr(self.program, "untimed", None)
         with untimed() if callable(untimed) else contextlib.nullcontext():
             outputs = self._run(fn, inputs)  # the warm-up pass
-        loss, quality, se = self.qos(outputs, n)
+        loss, quality, se, scores = self.qos_scores(outputs, n)
+        loss_low, loss_high = self.loss_interval(scores, n)
         money = self._money(config, inputs, outputs)
         if self.objective == "money":
-            return Measurement(loss, ratio(self.exact_money(n), money), float("nan"), quality, n, se, money)
+            return Measurement(loss, ratio(self.exact_money(n), money), float("nan"), quality, n, se, money,
+                               loss_low=loss_low, loss_high=loss_high)
         timing = self.paired(fn, n, repeats)
         low, high = timing.interval()
         return Measurement(loss, timing.speedup, timing.approx_seconds, quality, n, se, money, low, high,
-                           timing.exact_seconds)
+                           timing.exact_seconds, loss_low, loss_high)
 
 
 def split_inputs(inputs: Sequence, references: Sequence | None, eval_ratio: float, seed: int,

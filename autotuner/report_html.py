@@ -158,8 +158,8 @@ def _front_table(result) -> str:
     for i, p in enumerate(result.front):
         over = finite(p.qos_loss_eval) and finite(result.budget) and p.qos_loss_eval > result.budget
         eval_loss = ('<td class="over" title="over the budget on the evaluation inputs">'
-                     f'{fmt_loss(p.qos_loss_eval)}</td>'
-                     if over else f"<td>{fmt_loss(p.qos_loss_eval)}</td>")
+                     f'{fmt_loss(p.qos_loss_eval, p.qos_loss_eval_ci)}</td>'
+                     if over else f"<td>{fmt_loss(p.qos_loss_eval, p.qos_loss_eval_ci)}</td>")
         cells = [f'<td><a href="#ir-{i}">{i + 1}</a></td>', f'<td class="l">{esc(p.mode)}</td>',
                  f"<td>{fmt_loss(p.qos_loss_tune)}</td>", f"<td>{_x(p.speedup_tune, p.speedup_tune_ci)}</td>",
                  eval_loss, f"<td>{_x(p.speedup_eval, p.speedup_eval_ci)}</td>", f"<td>{fmt_gap(p)}</td>",
@@ -172,8 +172,9 @@ def _front_table(result) -> str:
     if not rows:
         return "<p>The front is empty: no configuration was measured within the budget.</p>"
     return (f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            '<p class="def">Speedups with their 95 % interval in brackets; times are one pass over the inputs '
-            'of that split.</p>')
+            '<p class="def">Speedups with their 95 % interval in brackets (paired timing), held-out QoS losses '
+            'with theirs (bootstrap over the held-out inputs); times are one pass over the inputs of that '
+            'split.</p>')
 
 
 def _x(v, ci=None) -> str:

@@ -51,10 +51,16 @@ def speedup_table(front) -> dict[str, dict[str, list[float | None]]]:
 
 
 def speedup_cells(front) -> dict[str, dict[str, list[str]]]:
-    """{mode: {split: [best speedup with its interval, as text, at each of LEVELS]}}."""
+    """{mode: {split: [best speedup with its interval, as text, at each of LEVELS]}}; a held-out
+    cell also gives the chosen point's QoS loss with its interval (over the held-out inputs)."""
     def cell(m, s, lv):
         p = best_point(front, m, s, lv)
-        return "-" if p is None else fmt_speedup(getattr(p, f"speedup_{s}"), getattr(p, f"speedup_{s}_ci", None))
+        if p is None:
+            return "-"
+        text = fmt_speedup(getattr(p, f"speedup_{s}"), getattr(p, f"speedup_{s}_ci", None))
+        if s == "eval" and getattr(p, "qos_loss_eval_ci", None):
+            text += f" at {fmt_loss(p.qos_loss_eval, p.qos_loss_eval_ci)} loss"
+        return text
 
     return {m: {s: [cell(m, s, lv) for lv in LEVELS] for s in SPLITS} for m in MODES}
 
@@ -74,8 +80,13 @@ def fmt_gap(p) -> str:
     return f"{100 * (p.speedup_eval / p.speedup_tune - 1):+.0f} %"
 
 
-def fmt_loss(x: Any) -> str:
-    return f"{100 * x:.2f} %" if finite(x) else "-"
+def fmt_loss(x: Any, ci=None) -> str:
+    """A QoS loss in percent, with its 95 % interval in brackets when given."""
+    if not finite(x):
+        return "-"
+    if ci and all(finite(c) for c in ci):
+        return f"{100 * x:.2f} % [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+    return f"{100 * x:.2f} %"
 
 
 def fmt_seconds(s: Any) -> str:
@@ -170,7 +181,8 @@ def front_section(result) -> list[Section]:
     if not result.front:
         return []
     rows = [[str(i + 1), p.mode, fmt_loss(p.qos_loss_tune),
-             fmt_speedup(_num(p.speedup_tune), getattr(p, "speedup_tune_ci", None)), fmt_loss(p.qos_loss_eval),
+             fmt_speedup(_num(p.speedup_tune), getattr(p, "speedup_tune_ci", None)),
+             fmt_loss(p.qos_loss_eval, getattr(p, "qos_loss_eval_ci", None)),
              fmt_speedup(_num(p.speedup_eval), getattr(p, "speedup_eval_ci", None)), fmt_gap(p)]
             for i, p in enumerate(result.front)]
     return [Section("Front: tuning and held-out figures",
@@ -275,6 +287,7 @@ def front_json(result) -> dict:
                 "speedup_eval": _num(p.speedup_eval),
                 "speedup_tune_ci": _interval(getattr(p, "speedup_tune_ci", None)),
                 "speedup_eval_ci": _interval(getattr(p, "speedup_eval_ci", None)),
+                "qos_loss_eval_ci": _interval(getattr(p, "qos_loss_eval_ci", None)),
             }
             for p in result.front
         ],

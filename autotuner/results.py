@@ -47,6 +47,7 @@ class FrontPoint:
     money_eval: float | None = None
     speedup_tune_ci: list[float] | None = None  # 95 % interval [low, high] of the paired speedup
     speedup_eval_ci: list[float] | None = None
+    qos_loss_eval_ci: list[float] | None = None  # 95 % bootstrap interval over the held-out inputs
 
 
 @dataclass

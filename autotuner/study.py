@@ -112,12 +112,12 @@ def _eval_front(study, fr: list, program, eval_m: Measurer | None, mode: str, no
             if cached is None and all(is_exact(v) for v in r.config.values()):
                 # every knob exact: the exact program, whose figures the evaluation's exact run already has
                 cached = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
-                          "money": eval_m.exact_money(), "ci": None}
+                          "money": eval_m.exact_money(), "ci": None, "loss_ci": [0.0, 0.0]}
             if cached is None:
                 try:
                     v, = measure_points(eval_m, program, [(mode, len(points), p)])
                     cached = {"qos_loss": v.qos_loss, "speedup": v.speedup, "seconds": v.seconds,
-                              "money": v.money, "ci": v.speedup_ci}
+                              "money": v.money, "ci": v.speedup_ci, "loss_ci": v.qos_loss_ci}
                 except ApproxError as err:
                     cached = {"error": err.line()}
                 study.set_user_attr(key, cached)
@@ -126,7 +126,7 @@ def _eval_front(study, fr: list, program, eval_m: Measurer | None, mode: str, no
             else:
                 p.qos_loss_eval, p.speedup_eval = cached["qos_loss"], cached["speedup"]
                 p.seconds_eval, p.money_eval = cached["seconds"], cached["money"]
-                p.speedup_eval_ci = cached.get("ci")
+                p.speedup_eval_ci, p.qos_loss_eval_ci = cached.get("ci"), cached.get("loss_ci")
         p.ir = transformed_ir(program, r.config)
         points.append(p)
     return points

@@ -43,6 +43,7 @@ class Verified:
     seconds: float | None = None
     exact_seconds: float | None = None
     money: float | None = None
+    qos_loss_ci: list[float] | None = None  # 95 % bootstrap interval over the inputs
 
     @property
     def speedup_change(self) -> float | None:
@@ -122,7 +123,8 @@ def measure_points(measurer: Measurer, program, points: list[tuple[str, int, Fro
         out.append(Verified(mode, i, p.knobs, m.qos_loss, m.speedup,
                             None if m.speedup_low is None else [m.speedup_low, m.speedup_high],
                             p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci, m.n,
-                            None if m.seconds != m.seconds else m.seconds, m.exact_seconds, m.money))
+                            None if m.seconds != m.seconds else m.seconds, m.exact_seconds, m.money,
+                            m.loss_interval))
     return out
 
 
@@ -147,7 +149,7 @@ def evaluate_front(result: TuningResult, program, measurer: Measurer, progress=N
     chosen = [(p.mode, i, p) for m in ("static", "dynamic") for i, p in enumerate(result.front_of(m))]
     for (_, _, p), v in zip(chosen, measure_points(measurer, program, chosen, progress)):
         p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci = v.qos_loss, v.speedup, v.speedup_ci
-        p.seconds_eval = v.seconds
+        p.qos_loss_eval_ci, p.seconds_eval = v.qos_loss_ci, v.seconds
     result.exact_seconds_eval = measurer.exact_seconds()
 
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -45,18 +43,9 @@ RUNS_PATH = ROOT / "bench" / "results_runs.json"  # per part: the command, commi
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import torch
+    from autotuner.machine import describe_machine
 
-    return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, Python "
-            f"{platform.python_version()}, torch {torch.__version__} on 1 thread")
+    return describe_machine()
 
 
 def commit() -> str:
@@ -80,12 +69,15 @@ def _call(fn, **kwargs):
 
 
 def run_systems(names, sizes: dict, seed: int, log) -> tuple[dict, dict, dict]:
-    """({name: row or None}, {name: details}, {name: why missing})."""
+    """({name: row or None}, {name: details}, {name: why missing}); each row says its
+    machine and how busy the machine was while it ran (`autotuner.machine`)."""
+    from autotuner.machine import LoadProbe
     from bench.systems_bench import run_system
 
     rows, details, missing = {}, {}, {}
     for name in names:
         log(f"[results] {name}: tuning ...")
+        probe = LoadProbe()
         try:
             row = run_system(name, seed=seed, **sizes[name])
         except Exception as err:  # a part that cannot run is recorded, not fatal
@@ -93,9 +85,10 @@ def run_systems(names, sizes: dict, seed: int, log) -> tuple[dict, dict, dict]:
             log(f"[results] {name}: missing ({missing[name]})")
             traceback.print_exc(file=sys.stderr)
             continue
+        row.update(machine=machine(), load=probe.finish().to_dict())
         rows[name] = {k: _num_keys(row[k]) if k in ("static", "dynamic") else row.get(k) for k in SHAPE}
         details[name] = {k: v for k, v in row.items() if k not in SHAPE}
-        log(f"[results] {name}: done ({row.get('wall_seconds', 0):.0f} s)")
+        log(f"[results] {name}: done ({row.get('wall_seconds', 0):.0f} s; {load_text(row['load'])})")
     return rows, details, missing
 
 
@@ -118,6 +111,30 @@ def run_kernels(trials: int, n_tune: int, seed: int, log) -> tuple[dict, str | N
     return out, None
 
 
+def load_text(load: dict | None) -> str:
+    """How busy the machine was during a row's run, in words."""
+    from autotuner.machine import Load
+
+    if not load:
+        return "load not recorded"
+    return Load(*(load.get(k) for k in ("load_start", "load_end", "other_share", "seconds", "cores"))).describe()
+
+
+def keep_quiet_rows(old: dict, new: dict, overwrite: bool, log) -> list[str]:
+    """Names of the rows of `new` that replace a quiet run's row of `old` with a run
+    that shared its cores: those keep the old row unless `overwrite`."""
+    kept = []
+    for name, row in new.items():
+        before = (old.get(name) or {}).get("load") or {}
+        now = (row or {}).get("load") or {}
+        if before.get("quiet") and now.get("quiet") is False and not overwrite:
+            log(f"[results] {name}: this run shared its cores ({load_text(now)}); the quiet run's row is kept "
+                "(--overwrite-quiet replaces it)")
+            new[name] = old[name]
+            kept.append(name)
+    return kept
+
+
 def _num_keys(v):
     return {str(k): float(x) for k, x in v.items()} if isinstance(v, dict) else v
 
@@ -128,6 +145,15 @@ def _x(v, point=None) -> str:
         return "-"
     ci = (point or {}).get("speedup_ci")
     return f"{v:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{v:.2f}x"
+
+
+def _loss(point: dict) -> str:
+    """A point's held-out QoS loss with its 95 % interval."""
+    ci = point.get("qos_loss_ci")
+    v = point.get("qos_loss")
+    if v is None:
+        return "-"
+    return f"{100 * v:.1f} %" + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
 
 
 def _pt(row: dict, mode: str, level) -> dict | None:
@@ -180,6 +206,19 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
                   f"- tuning questions {d.get('n_tune')}, evaluation {d.get('n_eval')}; "
                   f"trials per mode {d.get('trials_per_mode')}; wall time (load, tune, evaluate, report) "
                   f"{d.get('wall_seconds', 0):.0f} s; report: {repo_path(d.get('report', '-'))}"]
+        row = data["systems"].get(name) or {}
+        if row.get("machine") and row["machine"] != data["machine"]:
+            lines.append(f"- machine: {row['machine']}")
+        if row.get("load"):
+            lines.append(f"- while it ran: {load_text(row['load'])}")
+        best = row.get("most_accurate")
+        if best:
+            lines.append(f"- most accurate configuration measured: {best['mode']} "
+                         f"`{json.dumps(best['knobs'], sort_keys=True)}`, held-out QoS loss {_loss(best)} at "
+                         f"{best['speedup']:.2f}x" + ("; it beats the exact program beyond the interval, so against "
+                         "it: " + "; ".join(f"{m} " + ", ".join(f"{x:.2f}x at <= {lv} %" for lv, x in v.items())
+                                            for m, v in best.get("levels", {}).items())
+                                            if best.get("beats_exact") else ""))
         if d.get("qos_note"):
             lines.append(f"- {d['qos_note']}")
         if d.get("fixed"):
@@ -195,7 +234,7 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
                    if p.get("speedup_eval") and p.get("speedup_tune") else "-")
             lines.append(f"| {p['mode']} | {loss(p.get('qos_loss_tune'))} | "
                          f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})} | "
-                         f"{loss(p.get('qos_loss_eval'))} | "
+                         f"{_loss({'qos_loss': p.get('qos_loss_eval'), 'qos_loss_ci': p.get('qos_loss_eval_ci')})} | "
                          f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
                          f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
         for a in d.get("ablations") or []:
@@ -254,6 +293,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ablate", default="3,6,9", help="QoS-loss levels (percent) whose chosen points are ablated "
                     "(each knob set back to exact, paired; on n-tune held-out inputs); empty: none")
+    ap.add_argument("--overwrite-quiet", action="store_true",
+                    help="let a run that shared its cores with other processes replace a quiet run's row")
     ap.add_argument("--render", action="store_true",
                     help="run nothing: write results.md again from results.json and results_runs.json")
     args = ap.parse_args(argv)
@@ -279,6 +320,7 @@ def main(argv=None) -> int:
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}
     rows, details, missing = run_systems([p for p in SYSTEMS if p in parts], sizes, args.seed, log)
     kept = [n for n in SYSTEMS if n not in parts and old["systems"].get(n)]
+    kept += keep_quiet_rows(old["systems"], rows, args.overwrite_quiet, log)
     systems = {n: rows[n] if n in parts else old["systems"].get(n) for n in SYSTEMS}
     if "kernels" in parts:
         kernels, why = run_kernels(args.kernel_trials, args.kernel_n_tune, args.seed, log)

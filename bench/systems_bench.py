@@ -19,7 +19,7 @@ LEVELS = (3, 6, 9)
 SYSTEMS = ("rag_bm25", "rag_dense", "tools", "rag_bm25_llm", "rag_dense_llm", "tools_llm")
 LLM_SYSTEMS = ("rag_bm25_llm", "rag_dense_llm")  # SmolLM2 answers: seconds per question
 SHAPE = ("exact_seconds_per_query", "static", "dynamic", "tuning_seconds", "trials", "qos_exact", "points", "program",
-         "metric", "held_out", "result", "model")
+         "metric", "held_out", "result", "model", "machine", "load", "most_accurate")
 # ApproxMLIR (MLSys 2026), dynamic approximation, speedup at <= 3 / 6 / 9 % QoS loss; static not reported
 PAPER = {"rag_bm25": (1.00, 1.23, 1.57), "rag_dense": (2.64, 2.64, 3.04), "tools": (1.09, 1.20, 1.20)}
 PAPER.update({"rag_bm25_llm": PAPER["rag_bm25"], "rag_dense_llm": PAPER["rag_dense"],  # the paper's systems use LLMs
@@ -31,7 +31,7 @@ TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5),  # >=
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
             jobs: int = 1, tuning_qos: str | None = None) -> dict:
-    from examples.systems.tuning import front_gaps, level_points, load_system, qos_note, tune_system
+    from examples.systems.tuning import front_gaps, level_points, load_system, most_accurate, qos_note, tune_system
     from examples.systems.tuning import held_out_speedup as best
 
     program = load_system(name)
@@ -49,7 +49,8 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
         "n_tune": r.n_tune, "n_eval": r.n_eval, "trials_per_mode": run.trials_per_mode,
         "wall_seconds": run.wall_seconds, "report": str(run.report), "fixed": run.fixed,
         "front": front_gaps(r),
-        "points": level_points(r, LEVELS), "program": r.program_spec, "metric": r.metric_spec,
+        "points": level_points(r, LEVELS), "most_accurate": most_accurate(r, LEVELS),
+        "program": r.program_spec, "metric": r.metric_spec,
         "held_out": r.held_out, "qos_note": qos_note(r), "result": str(run.out_dir / "result.json"),
         "model": program.model,
         "importances": r.importances, "ablations": r.ablations,
