@@ -41,6 +41,7 @@ code,pre{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;fo
 .meta{display:flex;flex-wrap:wrap;gap:4px 26px;margin:0;padding:0;list-style:none;color:#333}
 .meta b{font-weight:600} .def{color:#555;font-size:.92em;max-width:70em}
 .plots{display:flex;flex-wrap:wrap;gap:12px} .plots svg.plot{flex:1 1 480px;max-width:580px;height:auto}
+svg.progress{width:100%;max-width:340px;height:auto}
 svg text{font-family:inherit} .title{font-size:14px;font-weight:600;fill:#222}
 .tick{font-size:11px;fill:#555} .label{font-size:12.5px;fill:#333} .note{font-size:11px;fill:#666}
 .area{fill:#fff;stroke:#bbb} .grid{stroke:#eee} .exact{stroke:#777;stroke-dasharray:2 3}
@@ -231,7 +232,7 @@ def render_html(result) -> str:
     views = plots(ax, "full", False)
     if zoom is not None:
         views = ('<div class="views" role="group" aria-label="QoS-loss range">'
-                 '<button type="button" data-view="full" aria-pressed="true">up to the budget</button>'
+                 '<button type="button" data-view="full" aria-pressed="true">every trial</button>'
                  '<button type="button" data-view="zoom" aria-pressed="false">zoom to the front</button></div>'
                  + views + plots(zoom, "zoom", True))
     notes = getattr(result, "notes", None) or []
@@ -255,11 +256,11 @@ def render_html(result) -> str:
 {legend(modes, any(m.dominated for m in tune), other)}
 <p class="def">Hover or focus a point for its knob settings; click a front point for its transformed IR.</p>
 {views}
-{hypervolume_html(result)}
 <h2>Speedup over exact within each QoS-loss level</h2>
 {_speedup_table(result)}
 <h2>Front configurations</h2>
 {_front_table(result)}
+{hypervolume_html(result)}
 {_sections(result)}
 <h2>Transformed IR of each front configuration</h2>
 {_ir_sections(result)}

@@ -27,12 +27,28 @@ class Mark:
     lines: list[str] = field(default_factory=list)  # tooltip lines: figures, then knobs
 
 
+LOG_RATIO = 4.0  # a speedup range wider than this factor is drawn on a log axis
+
+
 @dataclass
 class Axes:
     x0: float  # QoS loss range, fractions
     x1: float
     y0: float  # speedup range
     y1: float
+    log: bool = False  # speedup on a log scale (a wide range: 0.5x to 14x)
+
+    def yfrac(self, speed: float) -> float:
+        """Where `speed` lies between y0 (0) and y1 (1)."""
+        if self.log:
+            return (math.log(speed) - math.log(self.y0)) / (math.log(self.y1) - math.log(self.y0))
+        return (speed - self.y0) / (self.y1 - self.y0)
+
+    def yticks(self) -> list[float]:
+        if not self.log:
+            return nice_ticks(self.y0, self.y1)
+        ticks = [m * 10 ** e for e in range(-3, 4) for m in (1, 2, 5) if self.y0 <= m * 10 ** e <= self.y1]
+        return ticks if len(ticks) >= 2 else nice_ticks(self.y0, self.y1)
 
     def clamp(self, m: Mark) -> tuple[float, float, bool]:
         """Where the mark is drawn, and whether it lies outside the range (drawn on its border)."""
@@ -82,19 +98,24 @@ def trial_marks(result) -> list[Mark]:
     return marks
 
 
-def axes_for(result, panels: list[list[Mark]], with_budget: bool = True) -> Axes:
-    """Ranges that show the front well: x ends a little past the largest front loss
-    (and the budget, `with_budget`), so a trial losing 100 % does not squash the
-    front; marks beyond are drawn on the border, their tooltips keep the real figures."""
+def axes_for(result, panels: list[list[Mark]], with_budget: bool = True, every_trial: bool = True) -> Axes:
+    """Ranges of a panel. `every_trial`: every mark inside (and the budget,
+    `with_budget`), so no trial is hidden on a border; else (the zoom) x ends a little
+    past the largest front loss, so the front fills the panel, and marks beyond are
+    drawn on the border, their tooltips keeping the real figures. Speedups spanning
+    more than LOG_RATIO are drawn on a log axis."""
     every = [m for marks in panels for m in marks]
     budget = result.budget if finite(result.budget) and with_budget else 0.0
-    x_hi = max([budget] + [m.loss for m in every if m.front is not None or not m.dominated])
-    x_hi = max(x_hi * 1.12, 0.01 if with_budget else 1e-4)
-    x_lo = min([0.0] + [m.loss for m in every])
-    x_lo = max(x_lo * 1.12, -x_hi)
+    shown = every if every_trial else [m for m in every if m.front is not None or not m.dominated]
+    x_hi = max([budget] + [m.loss for m in shown])
+    x_hi = max(x_hi * 1.06 if every_trial else x_hi * 1.12, 0.01 if with_budget else 1e-4)
+    x_lo = min([0.0] + [m.loss for m in (every if every_trial else shown)])
+    x_lo = x_lo * 1.06 if every_trial else max(x_lo * 1.12, -x_hi)
     x_lo -= 0.03 * (x_hi - x_lo)  # room for the exact configuration's marker at loss 0
-    inside = [m.speedup for m in every if m.loss <= x_hi] or [1.0]
+    inside = [m.speedup for m in every if m.loss <= x_hi and m.speedup > 0] or [1.0]
     y_lo, y_hi = min(inside + [1.0]), max(inside + [1.0])
+    if y_hi / y_lo > LOG_RATIO:
+        return Axes(x_lo, x_hi, y_lo / 1.15, y_hi * 1.15, log=True)
     pad = (y_hi - y_lo) * 0.08 or 0.1
     return Axes(x_lo, x_hi, max(0.0, y_lo - pad), y_hi + pad)
 
@@ -121,7 +142,7 @@ def fmt_tick(v: float, step: float) -> str:
 
 
 def figure(result) -> tuple[list[Mark], list[Mark], Axes, Axes | None]:
-    """(tuning panel marks, evaluation panel marks, shared axes up to the budget,
+    """(tuning panel marks, evaluation panel marks, shared axes over every mark and the budget,
     axes zoomed to the front where the front fills less than half of those)."""
     front_tune = front_marks(result, "tune")
     on_front = {(m.mode, m.loss, m.speedup) for m in front_tune}
@@ -130,7 +151,7 @@ def figure(result) -> tuple[list[Mark], list[Mark], Axes, Axes | None]:
     tune = trials + front_tune
     ev = front_marks(result, "eval")
     full = axes_for(result, [tune, ev])
-    zoom = axes_for(result, [tune, ev], with_budget=False)
+    zoom = axes_for(result, [tune, ev], with_budget=False, every_trial=False)
     return tune, ev, full, (zoom if zoom.x1 < 0.5 * full.x1 else None)
 
 

@@ -54,6 +54,13 @@ def _draw(axis, marks: list[Mark], ax: Axes, budget, title: str, steps: bool) ->
                       va="bottom", color="#c62828", fontsize=8.5)
     axis.axhline(1.0, color="#777", ls=":", lw=1, zorder=1)
     axis.set_xlim(ax.x0 * 100, ax.x1 * 100)
+    if ax.log:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        axis.set_yscale("log")
+        axis.set_yticks(ax.yticks())
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.yaxis.set_minor_formatter(NullFormatter())
     axis.set_ylim(ax.y0, ax.y1)
     axis.set_xlabel("QoS loss (%)")
     axis.grid(True, color="#eee", lw=0.8, zorder=0)

@@ -30,7 +30,7 @@ class _Frame:
         return LEFT + (loss - self.ax.x0) / (self.ax.x1 - self.ax.x0) * self.pw
 
     def y(self, speed: float) -> float:
-        return TOP + (1 - (speed - self.ax.y0) / (self.ax.y1 - self.ax.y0)) * self.ph
+        return TOP + (1 - self.ax.yfrac(speed)) * self.ph
 
 
 def marker(shape: str, x: float, y: float, r: float, attrs: str) -> str:
@@ -45,9 +45,9 @@ def marker(shape: str, x: float, y: float, r: float, attrs: str) -> str:
 def _grid(f: _Frame) -> list[str]:
     ax, out = f.ax, []
     xt = nice_ticks(ax.x0 * 100, ax.x1 * 100)
-    yt = nice_ticks(ax.y0, ax.y1)
+    yt = ax.yticks()
     xstep = xt[1] - xt[0] if len(xt) > 1 else 1.0
-    ystep = yt[1] - yt[0] if len(yt) > 1 else 1.0
+    ystep = (min(yt) if ax.log else yt[1] - yt[0]) if len(yt) > 1 else 1.0
     bottom, right = TOP + f.ph, LEFT + f.pw
     out.append(f'<rect class="area" x="{LEFT}" y="{TOP}" width="{f.pw}" height="{f.ph}"/>')
     for v in xt:
@@ -61,7 +61,7 @@ def _grid(f: _Frame) -> list[str]:
         out.append(f'<text class="tick" x="{LEFT - 6}" y="{py + 4:.1f}" text-anchor="end">{fmt_tick(v, ystep)}</text>')
     out.append(f'<text class="label" x="{LEFT + f.pw / 2:.1f}" y="{H - 10}" text-anchor="middle">QoS loss (%)</text>')
     out.append(f'<text class="label" transform="translate(16 {TOP + f.ph / 2:.1f}) rotate(-90)" '
-               f'text-anchor="middle">speedup over exact (x)</text>')
+               f'text-anchor="middle">speedup over exact (x{", log scale" if ax.log else ""})</text>')
     return out
 
 

@@ -178,14 +178,22 @@ def test_helpers():
     assert nice_ticks(0.8, 4.9)[0] >= 0.8
 
 
-def test_axes_keep_the_front_readable():
+def test_axes_cover_every_trial_and_zoom_to_the_front():
     r = sample_result()
     tune, ev, full, zoom = figure(r)
-    assert zoom is None and full.x1 >= r.budget and full.x0 < 0 <= full.x1
-    # The trial losing 100 % is drawn on the border, not stretching the axis.
-    off = [m for m in tune if full.clamp(m)[2]]
-    assert [(m.loss, m.speedup) for m in off] == [(1.0, 14.0)]
-    assert full.y1 < 6
-    r.budget = 0.5
-    _, _, full, zoom = figure(r)
-    assert full.x1 >= 0.5 and zoom is not None and 0.095 <= zoom.x1 < 0.25
+    # Every trial inside the full panel, the one losing 100 % at 14x too: none hidden on a border.
+    assert not [m for m in tune + ev if full.clamp(m)[2]]
+    assert full.x0 < 0 <= full.x1 and full.x1 >= 1.0 and full.y1 >= 14
+    assert full.log  # 0.9x to 14x: a log speedup axis keeps the front's figures apart
+    assert 0 < full.yfrac(2.0) < full.yfrac(4.0) < 1 and full.yticks()[:3] == [1, 2, 5]
+    # The zoom shows the front, the far trial on its border.
+    assert zoom is not None and zoom.x1 < 0.25 and [(m.loss, m.speedup) for m in tune if zoom.clamp(m)[2]] == [
+        (1.0, 14.0)]
+
+
+def test_a_narrow_speedup_range_stays_linear():
+    r = sample_result()
+    r.all_trials = [t for t in r.all_trials if t.speedup < 3]
+    r.front = [p for p in r.front if p.speedup_tune < 3 and (p.speedup_eval or 0) < 3]
+    _, _, full, _ = figure(r)
+    assert not full.log and full.y0 <= 0.9 and full.y1 >= max(t.speedup for t in r.all_trials)

@@ -59,9 +59,10 @@ def test_report_renders(browser, tmp_path):
     result = sample_result()
     page, errors = _open(browser, write_report(result, tmp_path))
     try:
-        assert page.locator("svg.plot").count() == 2  # no zoomed view: the front spans the budget
+        # two views of two panels: every trial (the one losing 100 % too), and zoomed to the front
+        assert page.locator("svg.plot").count() == 4
         n_front = len(result.front)
-        assert page.locator("svg.plot .front").count() == 2 * n_front  # tuning + evaluation panels
+        assert page.locator("svg.plot .front").count() == 4 * n_front  # tuning + evaluation panels, each view
         assert page.locator("svg.plot .dom").count() >= 20
         fill = page.locator("svg.plot .dom").first.evaluate("e => getComputedStyle(e).fill")
         assert fill == "rgb(168, 168, 168)", fill  # dominated trials are grey, not hidden by a CSS rule
@@ -76,7 +77,7 @@ def test_report_renders(browser, tmp_path):
         assert "dynamic front" in text and "mean = thresholds [3, 9] -> decisions [0, 2, 4]" in text
         assert "QoS loss 0.50 %" in text and "speedup 1.90x" in text
         # The same configuration is highlighted in the other panel and the table.
-        assert page.locator(".hl").count() == 3
+        assert page.locator(".hl").count() == 5  # both panels of both views, and the table row
         page.mouse.move(5, 5)
         assert page.locator("#tip").is_hidden()
 
