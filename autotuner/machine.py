@@ -17,24 +17,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-# CPU flags (as /proc/cpuinfo names them) that decide which LLM precisions pay
-DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8")
+from frontends.components.machine import DECISIVE_FLAGS, cpu_model_and_flags
+
 QUIET_SHARE = 0.05  # other processes' share of the machine's CPU time under which a run counts as quiet
-
-
-def cpu_model_and_flags() -> tuple[str, list[str]]:
-    """(the CPU's model name, the decisive flags it has), from /proc/cpuinfo where there is one."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model in ("", platform.machine(), platform.processor()):
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
-    return model, [f for f in DECISIVE_FLAGS if f in flags]
 
 
 def describe_machine(device: str = "cpu", threads: int = 1) -> str:

@@ -10,11 +10,12 @@ import time
 import numpy as np
 
 from autotuner import FrontPoint, TuningResult
-from autotuner.machine import DECISIVE_FLAGS, LoadProbe, cpu_model_and_flags, describe_machine
+from autotuner.machine import LoadProbe, describe_machine
 from autotuner.measure import bootstrap_loss
 from autotuner.report_summary import fmt_loss, speedup_cells
 from bench.results import keep_quiet_rows, load_text
 from examples.systems.tuning import most_accurate
+from frontends.components.machine import DECISIVE_FLAGS, cpu_model_and_flags
 
 
 def test_loss_interval_holds_the_loss_and_narrows_with_more_inputs():

@@ -59,15 +59,40 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     the extractive `reader` when `answer.model` > 0) and the reader as its cheap twin
     for the cheap variants. Each value is a step in cost and quality (measured on
     tuning questions, one thread): the prefill of ~500 prompt tokens is most of the
-    ~5.5 s, so the context values (keeping 31-79 % of the passages' characters) cut
-    most; a decoded token costs ~0.2 s and the model answers in ~4-8 tokens, so 4 and
-    2 new tokens cut long answers for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x
-    (trained exits, README). No precision knob: bfloat16 runs 5x slower than float32
-    on CPUs without bf16 instructions (bench/llm_bench.py)."""
+    time on a CPU, so the context values (keeping 31-79 % of the passages' characters)
+    cut most; the model answers in ~4-8 tokens, so 4 and 2 new tokens cut long answers
+    for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x (trained exits, README). The
+    precision values are those measured to pay on this machine (`llm_precisions`):
+    bfloat16 prefill runs 3.2x faster than float32 on a CPU with AMX and 5x slower on
+    one without bf16 instructions."""
     tune = [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
             Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
             Tune.param("layers", 25, 20)]
+    precisions = llm_precisions(llm)
+    if precisions:
+        tune.append(Tune.precision(*precisions))
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
+
+
+LLM_PRECISIONS = ("bfloat16", "float16")  # candidates of the LLM's precision knob, least approximate first
+
+
+def llm_precisions(llm) -> list[str]:
+    """The LLM's precision values that answer a RAG question faster than float32 on this
+    machine (probed once: three SQuAD passages and a question, paired, cached per
+    machine; `frontends.components.machine.paying_values`)."""
+    from examples import squad
+    from frontends.components.machine import paying_values
+
+    question = "Which team won the game?"
+    passages = list(squad.paragraphs()[:3])
+
+    def run_at(precision):
+        model = llm if precision is None else llm.with_precision(precision)
+        model.answer(question, passages, LLM_TOKENS)
+
+    return paying_values(f"{llm.name}.precision", run_at, LLM_PRECISIONS,
+                         log=lambda line: print(f"[knobs] {line}", flush=True))
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,

@@ -1,0 +1,108 @@
+"""Which knob values pay on the machine at hand, measured once and remembered.
+
+A precision value's cost is a property of the CPU, not of the program: bfloat16
+runs prefill 3.2x faster than float32 on a Xeon with AMX, 1.28x on an EPYC with
+AVX-512 bf16, and 5x slower on an EPYC without bf16 instructions. So an LLM
+program offers the tuner only the values measured to pay here (a short paired
+probe when the program is set up), and says in one line why each other value is
+left out. The figures are cached per machine (CPU model, its decisive
+instructions, torch version) under the cache dir, so the probe runs once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+# CPU flags (as /proc/cpuinfo names them) that decide which LLM precisions pay
+DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8")
+MIN_GAIN = 1.15  # a value pays when the probe runs at least this much faster than the exact one
+PROBE_FILE = "knob_probe.json"
+
+
+def cpu_model_and_flags() -> tuple[str, list[str]]:
+    """(the CPU's model name, the decisive flags it has), from /proc/cpuinfo where there is one."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model in ("", platform.machine(), platform.processor()):
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    return model, [f for f in DECISIVE_FLAGS if f in flags]
+
+
+def machine_key() -> str:
+    """What decides a probe's figures: the CPU, its decisive instructions, torch's version."""
+    import torch
+
+    model, flags = cpu_model_and_flags()
+    return f"{model} [{' '.join(flags)}] torch {torch.__version__}"
+
+
+def _probe_path() -> Path:
+    from frontends.components.retrieval.encoder import cache_dir
+
+    return cache_dir() / PROBE_FILE
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequence[str], rounds: int = 2) -> dict:
+    """{value: exact time / time at value}: `run_at(None)` (exact) and `run_at(value)`
+    timed side by side in thread CPU time, alternating, the best of `rounds` each (one
+    warm-up run of each first: it builds the value's variant)."""
+    for v in (None, *candidates):
+        run_at(v)
+    best: dict = {}
+    for r in range(rounds):
+        for v in candidates:
+            for which in ((None, v) if r % 2 == 0 else (v, None)):
+                t0 = time.thread_time()
+                run_at(which)
+                dt = time.thread_time() - t0
+                best[which] = min(best.get(which, dt), dt)
+    return {v: round(best[None] / max(best[v], 1e-9), 3) for v in candidates}
+
+
+def paying_values(what: str, run_at: Callable[[str | None], object], candidates: Sequence[str],
+                  min_gain: float = MIN_GAIN, log: Callable[[str], None] | None = print,
+                  refresh: bool = False) -> list[str]:
+    """The `candidates` of knob `what` (e.g. "smollm2.precision") that run at least
+    `min_gain` times faster than the exact value on this machine: measured by
+    `measure_speedups` on the first call, then read from the cache. `log` gets one
+    line per value left out, saying why."""
+    path, key = _probe_path(), machine_key()
+    data = _read(path)
+    known = data.get(key, {}).get(what, {})
+    todo = [v for v in candidates if refresh or v not in known]
+    if todo:
+        known = {**known, **measure_speedups(run_at, todo)}
+        data.setdefault(key, {})[what] = known
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache only costs the probe next time
+    keep = [v for v in candidates if known[v] >= min_gain]
+    if log is not None:
+        for v in candidates:
+            if v not in keep:
+                log(f"{what} = {v} left out on this machine: {known[v]:.2f}x the exact value's speed "
+                    f"(needs >= {min_gain:.2f}x; {key})")
+    return keep
