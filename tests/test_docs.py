@@ -53,6 +53,7 @@ def test_readme_blocks_are_labelled():
     assert len(commands) >= 6 and set(NOT_RUN) <= set(commands), "NOT_RUN names a command the README lacks"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line, commands", [pytest.param(line, cmds, id=f"README.md:{line}") for line, cmds
                                             in sh_blocks() if set(cmds) - set(NOT_RUN)])
 def test_readme_commands_run(line, commands, tmp_path):
@@ -63,6 +64,15 @@ def test_readme_commands_run(line, commands, tmp_path):
         done = subprocess.run(command, shell=True, cwd=tmp_path, env=env(), capture_output=True, text=True,
                               timeout=300)
         assert done.returncode == 0, f"README.md:{line}: `{command}` exited {done.returncode}:\n{done.stderr[-2000:]}"
+
+
+def test_links_resolve():
+    """Each relative link of the README and the docs pages names a file that exists."""
+    pages = [README, *sorted((ROOT / "docs").glob("*.md"))]
+    broken = [f"{page.relative_to(ROOT)}: {target}" for page in pages
+              for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text())
+              if not (page.parent / target).exists()]
+    assert len(pages) >= 9 and not broken, f"broken links: {broken}"
 
 
 def help_texts() -> str:

@@ -62,7 +62,7 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     ~5.5 s, so the context values (keeping 31-79 % of the passages' characters) cut
     most; a decoded token costs ~0.2 s and the model answers in ~4-8 tokens, so 4 and
     2 new tokens cut long answers for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x
-    (trained exits, README). No precision knob: bfloat16 runs 5x slower than float32
+    (trained exits, docs/components.md). No precision knob: bfloat16 runs 5x slower than float32
     on CPUs without bf16 instructions (bench/llm_bench.py)."""
     tune = [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
             Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
