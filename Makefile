@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench fuzz clean
+.PHONY: install system-deps demo test bench fuzz clean
 
 install: $(STAMP)
 
@@ -26,7 +26,11 @@ $(STAMP): pyproject.toml
 demo: install
 	$(PY) -m examples.demo --system $(SYSTEM)
 
-test: install
+# Debian's chromium and postgresql for the browser and shared-study tests (apt-get as root; elsewhere they skip)
+system-deps:
+	@.ci/install-system-deps.sh
+
+test: install system-deps
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
