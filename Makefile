@@ -4,6 +4,7 @@ SYSTEM ?= rag_bm25_llm
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+IREE   := $(VENV)/.installed-iree
 
 .PHONY: install system-deps demo test bench fuzz clean
 
@@ -30,7 +31,12 @@ demo: install
 system-deps:
 	@.ci/install-system-deps.sh
 
-test: install system-deps
+# the optional IREE backend (about 400 MB) for its test; `make demo` does without it
+$(IREE): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[iree]'
+	touch $(IREE)
+
+test: install system-deps $(IREE)
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
