@@ -4,8 +4,9 @@ SYSTEM ?= rag_bm25_llm
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+IREE   := $(VENV)/.installed-iree
 
-.PHONY: install demo test bench fuzz clean
+.PHONY: install system-deps demo test bench fuzz clean
 
 install: $(STAMP)
 
@@ -26,7 +27,16 @@ $(STAMP): pyproject.toml
 demo: install
 	$(PY) -m examples.demo --system $(SYSTEM)
 
-test: install
+# Debian's chromium and postgresql for the browser and shared-study tests (apt-get as root; elsewhere they skip)
+system-deps:
+	@.ci/install-system-deps.sh
+
+# the optional IREE backend (about 400 MB) for its test; `make demo` does without it
+$(IREE): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[iree]'
+	touch $(IREE)
+
+test: install system-deps $(IREE)
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json

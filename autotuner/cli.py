@@ -8,7 +8,7 @@ report, and apply a chosen configuration.
 
 Re-running the same `run` command resumes its study. Every failure is one line
 and exit code 1 (`--debug` shows the traceback); Ctrl-C keeps finished trials
-(exit code 130).
+(exit code 130). Optuna's and transformers' own output is off (`--verbose` shows it).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
 from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS
+from frontends.quiet import quiet_third_party
 
 WHERE = "<approx-tune>"
 
@@ -46,6 +47,8 @@ def _ints(text: str, what: str) -> list[int]:
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="approx-tune", description=__doc__.split("\n\n")[0])
     p.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    p.add_argument("--verbose", action="store_true", help="show the libraries' own output (Optuna's trial lines, "
+                   "transformers' warnings and progress bars)")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run or resume a study, re-measure its front on held-out inputs")
@@ -290,7 +293,8 @@ def environment_error_line(err: Exception, args) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "report": cmd_report, "apply": cmd_apply, "verify": cmd_verify}[args.command](args)
+        with quiet_third_party(args.verbose):
+            return {"run": cmd_run, "report": cmd_report, "apply": cmd_apply, "verify": cmd_verify}[args.command](args)
     except ApproxError as err:
         if args.debug:
             raise

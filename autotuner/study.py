@@ -48,6 +48,7 @@ from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inp
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
 from autotuner.space import SearchSpace
 from autotuner.workers import Job, open_storage, progress_line, run_workers
+from frontends.quiet import verbose
 
 WHERE = "<approx-tune>"
 log = logging.getLogger(__name__)
@@ -186,7 +187,10 @@ def one_run_per_sqlite_study(storage: str, study: str):
 @contextmanager
 def optuna_quiet():
     """Optuna's per-trial INFO lines off while the tuner runs (it shows its own
-    progress), the caller's verbosity back afterwards."""
+    progress; kept with `--verbose`), the caller's verbosity back afterwards."""
+    if verbose():
+        yield
+        return
     old = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:

@@ -40,6 +40,7 @@ from autotuner.loading import as_program
 from autotuner.measure import TUNING_TIMING_SECONDS, Measurer
 from autotuner.results import _safe_url
 from autotuner.space import SearchSpace
+from frontends.quiet import verbose
 
 WHERE = "<approx-tune>"
 log = logging.getLogger(__name__)
@@ -168,7 +169,8 @@ def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> No
     # itself (a background job).
     if interruptible:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if not verbose():  # the parent's --verbose, through the environment
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:
         if ready is not None:
             ready.set()

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.systems_bench import LEVELS, PAPER, SHAPE, SYSTEMS, TARGETS  # noqa: E402
+from frontends.quiet import quiet_third_party  # noqa: E402
 
 KERNELS = ("bm25", "kb", "kmeans", "lavamd", "pagerank")
 KERNEL_LEVELS = ("1", "5", "10")
@@ -297,7 +298,14 @@ def main(argv=None) -> int:
                     help="let a run that shared its cores with other processes replace a quiet run's row")
     ap.add_argument("--render", action="store_true",
                     help="run nothing: write results.md again from results.json and results_runs.json")
+    ap.add_argument("--verbose", action="store_true", help="show the libraries' own output (Optuna, transformers)")
     args = ap.parse_args(argv)
+    with quiet_third_party(args.verbose):
+        return run(ap, args, argv)
+
+
+def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
+    """The parts `args` names, then results.json, results_runs.json and results.md."""
     if args.render:
         return render()
     parts = [p.strip() for p in (args.only or ",".join([*SYSTEMS, "kernels"])).split(",") if p.strip()]

@@ -18,6 +18,8 @@ import argparse
 import sys
 import time
 
+from frontends.quiet import quiet_third_party
+
 SIZES = {  # --n-tune, --n-eval, --trials, --seconds of each system (the LLM ones: seconds per question)
     "rag_bm25": (16, None, 18, 240), "rag_dense": (16, None, 18, 240),
     "rag_bm25_llm": (3, 4, 3, 120), "rag_dense_llm": (3, 4, 3, 120)}
@@ -58,7 +60,13 @@ def main(argv=None) -> int:
     ap.add_argument("--n-eval", type=int, help="held-out questions (default: 5x n-tune; LLM systems: 4)")
     ap.add_argument("--trials", type=int, help="evaluations per mode (static, dynamic)")
     ap.add_argument("--seconds", type=float, help="search time budget, both modes")
+    ap.add_argument("--verbose", action="store_true", help="show the libraries' own output (Optuna, transformers)")
     args = ap.parse_args(argv)
+    with quiet_third_party(args.verbose):
+        return demo(args)
+
+
+def demo(args) -> int:
     defaults = dict(zip(("n_tune", "n_eval", "trials", "seconds"), SIZES[args.system]))
     for k, v in defaults.items():
         if getattr(args, k) is None:

@@ -250,7 +250,7 @@ def test_unsupported_ops_are_named():
 
 @pytest.mark.slow
 def test_iree_backend_runs_the_same_program():
-    pytest.importorskip("iree.runtime")
+    pytest.importorskip("iree.runtime", reason="the optional extra iree is not installed (pip install -e '.[iree]')")
     from frontends import DecisionTree
 
     torch.manual_seed(4)
