@@ -5,6 +5,7 @@
 parser, `upstream_import` and `op_text`, with xDSL's parser as the fallback and the
 source of every error), `execute` (lower to LLVM and JIT through upstream MLIR),
 `program` (the `Program` protocol that the tuner tunes, and `MlirProgram` for
-`.mlir` files), `main` (the `approx-opt` command), `universe` (the `xdsl-opt`
-plugin). Imports `approx_dialect` and `passes`; only the command's `--from-python`
-reaches up into `frontends`."""
+`.mlir` files), `main` (the `approx-opt` command), `sources` (inputs other than
+MLIR text, which packages above register: `--from-python` is the frontends'),
+`universe` (the `xdsl-opt` plugin). Imports `approx_dialect` and `passes`, never
+`frontends`, `autotuner`, `examples` or `bench` (tests/test_layers.py)."""

@@ -38,6 +38,7 @@ def located(path: Path, findings: list[str]) -> list[str]:
 BELOW = {
     "approx_dialect": ("passes", "approx_opt", "frontends", "autotuner", "examples", "bench"),
     "passes": ("approx_opt", "frontends", "autotuner", "examples", "bench"),
+    "approx_opt": ("frontends", "autotuner", "examples", "bench"),
     "frontends": ("autotuner", "examples", "bench"),
 }
 
