@@ -305,7 +305,7 @@ class KnobFunction(Decorated):
         its pyobj ops index (`frontends.deploy.load_tuned` runs a tuned IR file with it)."""
         if self.kind != "python":
             raise ApproxError(f"{self.name} is a numeric kernel: its tuned IR runs through "
-                              "approx_opt.execute.compile_module, without an environment")
+                              "approx_opt.jit.compile_module, without an environment")
         _, env, entry = self._module()
         return env, entry
 
@@ -320,7 +320,7 @@ class KnobFunction(Decorated):
         with self._lock:
             lowered = run_pipeline(text, PIPELINE, self.source.filename, config=config or None)
             if self.kind == "kernel":
-                from approx_opt.execute import compile_module
+                from approx_opt.jit import compile_module
 
                 return compile_module(lowered).fn(entry)
             from frontends.components.runtime import ComponentRuntime

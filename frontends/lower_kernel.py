@@ -1,5 +1,5 @@
 """Numeric kernels: Python on ints, floats, bools and numpy arrays -> arith / math /
-memref / scf, JIT-compiled through upstream MLIR (`approx_opt.execute`).
+memref / scf, JIT-compiled through upstream MLIR (`approx_opt.jit`).
 
 Types follow Python, and NumPy for array elements: `int` -> i64, `float` -> f64,
 `bool` -> i1, `np.ndarray` -> `memref<?x...xT>` (dtype and rank from the call);
