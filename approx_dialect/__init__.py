@@ -2,7 +2,8 @@
 once in xDSL and exported to upstream MLIR as IRDL (see `irdl_export`).
 
 Holds the ops and their verifiers (`ops`, `annotations`, `tree`, `cascade`, `param`,
-`component`, `pyobj`), the table of transform types (`transform_types`), reading
+`component`, `pyobj`), the table of transform types (`transform_types`; `docs` writes
+it out as docs/transformations.md), reading
 and writing IR with xDSL (`context`: parse with locations, verify, print; the
 faster parse of large inputs is `approx_opt.parsing`), the toolchain's one error
 type (`diagnostics`), and the fixes to xDSL itself (`xdsl_compat`). Imports only

@@ -1,5 +1,5 @@
 """`python -m approx_dialect` prints docs/transformations.md (the transform table)."""
 
-from approx_dialect.transform_types import markdown_table
+from approx_dialect.docs import markdown_table
 
 print(markdown_table(), end="")

@@ -182,7 +182,8 @@ class ToolCallOp(ComponentOp):
 
 @irdl_op_definition
 class ConfidenceOp(IRDLOperation):
-    """The confidence in [0, 1] of a component's answer (0 where it gives none)."""
+    """The confidence in [0, 1] of a component's answer; an answer without one (a
+    model that gives none) stops the program with a one-line error at run time."""
 
     name = "component.confidence"
     answer = operand_def(ObjType)

@@ -15,7 +15,7 @@ import numpy as np
 
 from approx_dialect import AnnotationDecisionTreeOp, decision_index
 from approx_opt.driver import exact_program, run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from approx_opt.parsing import parse_module
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mlir" / "adaptive_sum.mlir"

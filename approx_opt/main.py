@@ -12,6 +12,7 @@ import warnings
 from importlib import metadata
 
 from approx_dialect.diagnostics import ApproxError, ApproxWarning
+from approx_opt.sources import read_source
 from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME, GENERIC_PASSES, description, summary
 from passes.knobs import knob_specs, load_config
 
@@ -53,7 +54,8 @@ def make_parser() -> argparse.ArgumentParser:
                    "(knob name -> setting; a front.json entry works) before the passes")
     p.add_argument("--list-knobs", action="store_true", help="print the program's knobs (the search space) as JSON")
     p.add_argument("--from-python", metavar="MODULE:FUNCTION", help="input: the IR of a Python function "
-                   "decorated with frontends.Knob (e.g. pkg.module:function), instead of a file")
+                   "decorated with frontends.Knob (e.g. pkg.module:function), instead of a file (the input source "
+                   "'python' of the entry-point group approx_opt.sources)")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks")
     return p
 
@@ -110,9 +112,7 @@ def process(args: argparse.Namespace) -> tuple[str, list[str]]:
     build_pipeline(args.passes)  # a bad pipeline fails before any input is read
     config = load_config(args.apply_config) if args.apply_config else None
     if args.from_python:
-        from frontends.cli import python_input
-
-        text, name = python_input(args.from_python)
+        text, name = read_source("python", args.from_python)
     else:
         text, name = read_input(args.input)
     if args.list_knobs:

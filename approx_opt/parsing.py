@@ -17,6 +17,9 @@ from approx_dialect import context
 from approx_dialect.diagnostics import ApproxError
 from approx_opt import upstream_import
 
+IMPORTER = upstream_import.UpstreamImporter()
+"""The process's fast parser: its upstream Context and caches serve every input."""
+
 
 def parse_module(
     text: str, filename: str = "<stdin>", ctx: Context | None = None, line_offset: int = 0
@@ -25,7 +28,7 @@ def parse_module(
     `approx_dialect.context.parse_module` does, with the same result."""
     ctx = ctx or context.make_context()
     if upstream_import.worth_trying(text):
-        module = upstream_import.import_module(text, filename, line_offset, ctx)
+        module, _ = IMPORTER.import_module(text, filename, line_offset, ctx)
         if module is not None:
             context.move_inherent_attributes_to_properties(module)
             try:

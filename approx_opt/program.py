@@ -40,7 +40,7 @@ class MlirProgram:
         return list(self._specs)
 
     def build(self, config: dict[str, dict]) -> Callable[..., Any]:
-        from approx_opt.execute import compile_module
+        from approx_opt.jit import compile_module
 
         return compile_module(run_pipeline(self.text, "approx-pipeline", self.filename, config=config)).fn(self.entry)
 

@@ -6,8 +6,8 @@ exactly the module that xDSL's own parser (`approx_dialect.context.LocatingParse
 gives: same ops, operands, properties and attributes (in the same dictionary
 order), `file:line:col` locations and SSA name hints, so that verification,
 passes and printing cannot tell the difference. Whenever that
-cannot be guaranteed, `import_module` returns None and the caller parses with
-xDSL instead; `last_fallback_reason` says why. Errors never come from here: an
+cannot be guaranteed, `UpstreamImporter.import_module` returns no module and the
+reason, and the caller parses with xDSL instead. Errors never come from here: an
 input upstream MLIR rejects, or that does not verify, is parsed again by xDSL,
 whose messages and locations the toolchain reports.
 
@@ -88,17 +88,10 @@ MAX_NESTING = 200
 # already: importing it (~0.1 s) costs more than xDSL spends on a small module.
 FAST_PATH_MIN_CHARS = 20_000
 
-last_fallback_reason: str | None = None
-"""Why the last `import_module` call returned None (None when it did not)."""
-
-_ATTR_CACHE: dict[str, Attribute] = {}
-_TYPE_CACHE: dict[str, Attribute] = {}
 _CACHE_LIMIT = 50_000
-_upstream = None  # (ir module, Context)
-_upstream_chars = 0  # text parsed in that Context
 # Upstream keeps every type, attribute and location it has seen for the life of
 # its Context: a long-running process (the autotuner) gets a fresh one now and then.
-_RENEW_AFTER_CHARS = 50_000_000
+RENEW_AFTER_CHARS = 50_000_000
 _NS_PREFIX = __name__ + "._upstream_dialects"
 _UNREGISTERED_UPSTREAM = ("approx",)
 
@@ -107,66 +100,75 @@ def worth_trying(text: str) -> bool:
     return len(text) >= FAST_PATH_MIN_CHARS or "torch_mlir.ir" in sys.modules
 
 
-def import_module(
-    text: str, filename: str = "<stdin>", line_offset: int = 0, ctx: Context | None = None
-) -> ModuleOp | None:
-    """The module xDSL's LocatingParser would build from `text`, built from
-    upstream MLIR's parse; None (see `last_fallback_reason`) where that cannot be
-    guaranteed, or upstream MLIR cannot parse the text."""
-    global last_fallback_reason
-    last_fallback_reason = left_to_xdsl(text, MAX_NESTING)
-    if last_fallback_reason is not None:
-        return None
-    try:
-        ir, up_ctx = _upstream_context(len(text))
-    except Exception as err:  # torch_mlir missing or broken
-        last_fallback_reason = f"upstream MLIR unavailable: {type(err).__name__}: {err}"
-        return None
-    try:
-        up_module = ir.Module.parse(text, context=up_ctx)
-    except Exception as err:  # MLIRError: left to xDSL, which reports its own error
-        first = (str(err).strip().splitlines() or [""])
-        last_fallback_reason = f"upstream MLIR cannot parse it: {' '.join(first[:2])}"
-        return None
-    ctx = ctx or make_context()
-    try:
-        with up_ctx:
-            return _Importer(ctx, text, filename, line_offset).module(up_module.operation)
-    except Unsupported as err:
-        last_fallback_reason = str(err)
-    except ParseError as err:  # an attribute or type xDSL does not read
-        last_fallback_reason = f"xDSL cannot read an attribute: {err.msg}"
-    except Exception as err:  # anything unforeseen: xDSL's parser decides
-        last_fallback_reason = f"conversion failed: {type(err).__name__}: {err}"
-    finally:
-        del up_module
-    return None
+class UpstreamImporter:
+    """Builds xDSL modules from upstream MLIR's parse. Owns what outlives one input:
+    upstream's Context (renewed after RENEW_AFTER_CHARS of text) and the attributes
+    and types xDSL read from their spellings (the same spellings recur across inputs)."""
+
+    def __init__(self) -> None:
+        self._upstream: tuple | None = None  # (the bindings' ir module, its Context)
+        self._chars = 0  # text parsed in that Context
+        self.attr_cache: dict[str, Attribute] = {}
+        self.type_cache: dict[str, Attribute] = {}
+
+    def import_module(
+        self, text: str, filename: str = "<stdin>", line_offset: int = 0, ctx: Context | None = None
+    ) -> tuple[ModuleOp | None, str | None]:
+        """(the module xDSL's LocatingParser would build from `text`, built from
+        upstream MLIR's parse, None); or (None, why not) where that cannot be
+        guaranteed or upstream MLIR cannot parse the text."""
+        reason = left_to_xdsl(text, MAX_NESTING)
+        if reason is not None:
+            return None, reason
+        try:
+            ir, up_ctx = self._context(len(text))
+        except Exception as err:  # torch_mlir missing or broken
+            return None, f"upstream MLIR unavailable: {type(err).__name__}: {err}"
+        try:
+            up_module = ir.Module.parse(text, context=up_ctx)
+        except Exception as err:  # MLIRError: left to xDSL, which reports its own error
+            first = (str(err).strip().splitlines() or [""])
+            return None, f"upstream MLIR cannot parse it: {' '.join(first[:2])}"
+        ctx = ctx or make_context()
+        try:
+            with up_ctx:
+                return _Conversion(self, ctx, text, filename, line_offset).module(up_module.operation), None
+        except Unsupported as err:
+            return None, str(err)
+        except ParseError as err:  # an attribute or type xDSL does not read
+            return None, f"xDSL cannot read an attribute: {err.msg}"
+        except Exception as err:  # anything unforeseen: xDSL's parser decides
+            return None, f"conversion failed: {type(err).__name__}: {err}"
+        finally:
+            del up_module
+
+    def _context(self, chars: int):
+        self._chars += chars
+        if self._upstream is None or self._chars > RENEW_AFTER_CHARS:
+            self._chars = chars
+            from torch_mlir import ir
+            from torch_mlir._mlir_libs import _mlir
+
+            # For each op of a dialect it has no Python module for (`approx`), the
+            # bindings try to import one, and do not remember that it failed (~5 us
+            # an op). An empty module under a prefix of ours answers instead.
+            for dialect in _UNREGISTERED_UPSTREAM:
+                name = f"{_NS_PREFIX}.{dialect}"
+                sys.modules.setdefault(name, types.ModuleType(name))
+            if _NS_PREFIX not in _mlir.globals.dialect_search_modules:
+                _mlir.globals.append_dialect_search_prefix(_NS_PREFIX)
+            up_ctx = ir.Context()
+            up_ctx.allow_unregistered_dialects = True
+            self._upstream = (ir, up_ctx)
+        return self._upstream
 
 
-def _upstream_context(chars: int):
-    global _upstream, _upstream_chars
-    _upstream_chars += chars
-    if _upstream is None or _upstream_chars > _RENEW_AFTER_CHARS:
-        _upstream_chars = chars
-        from torch_mlir import ir
-        from torch_mlir._mlir_libs import _mlir
+class _Conversion:
+    """One input's conversion: upstream ops -> xDSL ops, with the tables that hold
+    only while it runs."""
 
-        # For each op of a dialect it has no Python module for (`approx`), the
-        # bindings try to import one, and do not remember that it failed (~5 us
-        # an op). An empty module under a prefix of ours answers instead.
-        for dialect in _UNREGISTERED_UPSTREAM:
-            name = f"{_NS_PREFIX}.{dialect}"
-            sys.modules.setdefault(name, types.ModuleType(name))
-        if _NS_PREFIX not in _mlir.globals.dialect_search_modules:
-            _mlir.globals.append_dialect_search_prefix(_NS_PREFIX)
-        up_ctx = ir.Context()
-        up_ctx.allow_unregistered_dialects = True
-        _upstream = (ir, up_ctx)
-    return _upstream
-
-
-class _Importer:
-    def __init__(self, ctx: Context, text: str, filename: str, line_offset: int):
+    def __init__(self, owner: UpstreamImporter, ctx: Context, text: str, filename: str, line_offset: int):
+        self.owner = owner
         self.ctx = ctx
         self.src = SourceText(text, line_offset)
         self.file = StringAttr(filename)
@@ -307,13 +309,13 @@ class _Importer:
     def source_attr(self, spelling: str) -> Attribute:
         """An attribute as xDSL parses it from its source spelling."""
         spelling = spelling.strip()
-        attr = _ATTR_CACHE.get(spelling)
+        attr = self.owner.attr_cache.get(spelling)
         if attr is None:
             if _PLAIN_STRING_RE.fullmatch(spelling):
                 attr = StringAttr(spelling[1:-1])
             else:
                 attr = _parse(self.ctx, spelling, "attribute")
-            _remember(_ATTR_CACHE, spelling, attr)
+            _remember(self.owner.attr_cache, spelling, attr)
         return attr
 
     def custom_dicts(self, o, name: str, prop_defs):
@@ -337,13 +339,13 @@ class _Importer:
     def attr(self, up_attr) -> Attribute:
         attr = self.attrs.get(up_attr)
         if attr is None:
-            attr = self.attrs[up_attr] = self.from_text(up_attr, "attribute", _ATTR_CACHE)
+            attr = self.attrs[up_attr] = self.from_text(up_attr, "attribute", self.owner.attr_cache)
         return attr
 
     def type(self, up_type) -> Attribute:
         attr = self.types.get(up_type)
         if attr is None:
-            attr = self.types[up_type] = self.from_text(up_type, "type", _TYPE_CACHE)
+            attr = self.types[up_type] = self.from_text(up_type, "type", self.owner.type_cache)
         return attr
 
     def from_text(self, up_obj, kind: str, cache: dict[str, Attribute]) -> Attribute:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 _EXPORTS = {
     "tune": "autotuner.study",
-    "open_storage": "autotuner.workers",
+    "open_storage": "autotuner.storage",
     "TuningResult": "autotuner.results",
     "FrontPoint": "autotuner.results",
     "TrialPoint": "autotuner.results",

@@ -19,6 +19,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotuner._pareto import hypervolume_curve, pareto_indices
+from autotuner.storage import open_storage
 
 CONSTRAINT = "qos_loss_over_budget"
 REUSED = "reused_from"  # user attr of a trial copied from another study (`autotuner.warm_start`)
@@ -117,8 +118,6 @@ def stalled(curve: Sequence[float], patience: int) -> bool:
 
 
 def _load(storage: str, study_name: str) -> optuna.Study | None:
-    from autotuner.workers import open_storage
-
     try:
         return optuna.load_study(study_name=study_name, storage=open_storage(storage))
     except KeyError:

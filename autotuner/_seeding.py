@@ -11,6 +11,7 @@ import optuna
 from autotuner._records import REUSED, config_key, interrupted
 from autotuner._sampling import DEFAULT_SAMPLER
 from autotuner.space import SearchSpace
+from autotuner.storage import open_storage
 
 
 def enqueue_seeds(study: optuna.Study, space: SearchSpace, sampler: str = DEFAULT_SAMPLER) -> int:
@@ -52,8 +53,6 @@ def enqueue(storage: str, study_name: str, space: SearchSpace, configs: list[dic
     has trials already: a resume keeps what it queued). `tune()` with the same
     storage and study name then evaluates them before its own proposals, and adds no
     seeds of its own."""
-    from autotuner.workers import open_storage
-
     study = optuna.create_study(study_name=study_name, storage=open_storage(storage), load_if_exists=True,
                                 directions=["minimize", "maximize"])
     if study.get_trials(deepcopy=False):

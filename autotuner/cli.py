@@ -282,7 +282,7 @@ def environment_error_line(err: Exception, args) -> str | None:
         where = err.filename or getattr(args, "out", None)
         return f"{where}: error: {err.strerror}" if where else f"error: {err.strerror}"
     if type(err).__module__.split(".")[0] in ("sqlalchemy", "sqlite3") or type(err).__name__ == "StorageInternalError":
-        from autotuner.workers import root_cause
+        from autotuner.storage import root_cause
 
         msg = root_cause(err)
         where = getattr(args, "storage", None) or getattr(args, "out", None) or "<study storage>"

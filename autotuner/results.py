@@ -163,7 +163,7 @@ def load_result(storage: str, study_name: str) -> TuningResult:
     base name or `<base>/static|dynamic`)."""
     import optuna
 
-    from autotuner.workers import open_storage
+    from autotuner.storage import open_storage, safe_url
 
     store = open_storage(storage)
     names = [s.study_name for s in optuna.get_all_study_summaries(store, include_best_trial=False)]
@@ -173,14 +173,4 @@ def load_result(storage: str, study_name: str) -> TuningResult:
             if RESULT_FILE_ATTR in attrs:
                 return read_result(attrs[RESULT_FILE_ATTR])
     raise ApproxError(f"no finished tuning result for study '{study_name}' "
-                      f"(studies there: {', '.join(sorted(names)) or 'none'})", where=_safe_url(storage))
-
-
-def _safe_url(url: str) -> str:
-    """A storage URL without its password, for messages and the result."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not a URL: a path
-        return url
+                      f"(studies there: {', '.join(sorted(names)) or 'none'})", where=safe_url(storage))

@@ -45,9 +45,10 @@ from autotuner._seeding import enqueue_seeds, requeue_interrupted
 from autotuner.explain import importances, is_exact
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
-from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult, _safe_url
+from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult
 from autotuner.space import SearchSpace
-from autotuner.workers import Job, open_storage, progress_line, run_workers
+from autotuner.storage import open_storage, safe_url
+from autotuner.workers import Job, progress_line, run_workers
 from frontends.quiet import verbose
 
 WHERE = "<approx-tune>"
@@ -80,7 +81,7 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> 
         diff = [k for k in settings if old.get(k) != settings[k]]
         raise ApproxError(f"study '{job.study_name}' was started with other settings ({', '.join(diff)}: "
                           f"{', '.join(f'{old.get(k)!r} != {settings[k]!r}' for k in diff)[:300]}); "
-                          "give another study name or the same settings", where=_safe_url(job.storage))
+                          "give another study name or the same settings", where=safe_url(job.storage))
     stale = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
     if sqlite:  # one `approx-tune run` per SQLite file: whatever is RUNNING was killed
         for t in stale:
@@ -295,7 +296,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                       clock=clock) if evaluate else None
     result = TuningResult(program.name, tune_m.metric.name, float(budget), 0, 0, total_seconds, seed=seed,
                           sampler=sampler, n_tune=len(tune_in), n_eval=len(eval_in), study_names=names,
-                          storage=_safe_url(storage), notes=notes, program_spec=spec, clock=clock,
+                          storage=safe_url(storage), notes=notes, program_spec=spec, clock=clock,
                           knob_space={m: s.describe() for m, s in spaces.items()},
                           timing=TIMING if objective == "time" else None,
                           metric_spec=metric if isinstance(metric, str) else None)

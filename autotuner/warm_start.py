@@ -26,6 +26,7 @@ from optuna.trial import TrialState
 from approx_dialect.diagnostics import ApproxError
 from autotuner._records import CONSTRAINT, REUSED, config_key, records
 from autotuner.space import SearchSpace
+from autotuner.storage import open_storage
 
 SAME = ("metric", "objective", "clock", "n_tune", "seed")  # settings a measurement depends on
 COPIED_ATTRS = ("n", "qos", "seconds", "money")
@@ -49,8 +50,6 @@ def resolve(spec: str, storage: str) -> tuple[str, str]:
 
 
 def load_source(storage: str, base: str, mode: str) -> optuna.Study | None:
-    from autotuner.workers import open_storage
-
     try:
         return optuna.load_study(study_name=f"{base}/{mode}", storage=open_storage(storage))
     except KeyError:

@@ -3,7 +3,7 @@ held-out questions, report speedup over exact within <= 3 / 6 / 9 % QoS loss.
 
 `run_system("rag_bm25" | "rag_dense" | "rag_bm25_llm" | "rag_dense_llm", n_tune, trials, seconds)` runs
 examples/systems/tuning.py (report under reports/bench/<system>/); "tools" and
-"tools_llm" (SmolLM2 writes the calls) run examples/systems/tools_agent.py's own `run_system`. Speedups are held-out
+"tools_llm" (SmolLM2 writes the calls) run examples/systems/tools_tuning.py's `run_system`. Speedups are held-out
 (evaluation split) figures; the exact program itself meets every level, so a
 level without a front point reads 1.0. Torch runs on one thread."""
 
@@ -64,7 +64,7 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
     """One system's row: the keys of results.json (SHAPE) plus details for the Markdown.
     `n_eval` (RAG: the first n_eval held-out questions; tools: a multiple of n_tune)."""
     if name in ("tools", "tools_llm"):
-        from examples.systems.tools_agent import run_system as tools_run
+        from examples.systems.tools_tuning import run_system as tools_run
 
         llm = name == "tools_llm"
         return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or ROOT / "reports" / "bench" / name,

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 
 SUM_EXP = """
   func.func @sumexp(%x: memref<?xf64>, %n: index) -> f64 {

@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from approx_opt.driver import run_pipeline  # noqa: E402
-from approx_opt.execute import compile_module  # noqa: E402
+from approx_opt.jit import compile_module  # noqa: E402
 
 QUAD = """
 module {

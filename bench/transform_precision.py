@@ -3,7 +3,7 @@
 
 - `ew`: y[i] = exp(x[i]) / sqrt(x[i]^2 + 1) over 4M f64 memref elements;
 - `mm_tensor`: a 256x256 linalg.matmul on tensors (torch-mlir's linalg-on-tensors
-  form), bufferized by execute.py;
+  form), bufferized by approx_opt/jit;
 - `mm_memref`: a 384x384 i-k-j matmul on f64 memrefs (the accumulator lives in
   the f64 buffer, so each inner iteration converts in and out).
 
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 
 EW = """
   func.func @ew(%x: memref<?xf64>, %y: memref<?xf64>, %n: index) {

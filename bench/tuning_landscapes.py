@@ -126,7 +126,7 @@ def measure_every(program, space: SearchSpace, inputs, references, metric, clock
 
 def record_dots() -> Landscape:
     from approx_opt.program import MlirProgram
-    from bench.tuning_bench import kernel_inputs, kernel_text
+    from bench.dots_kernel import kernel_inputs, kernel_text
 
     n, count = 40_000, 6
     program = MlirProgram(kernel_text(3), "main", "three_dots.mlir")

@@ -7,17 +7,16 @@ retrievers and the tools; `torch_frontend` the torch models. Imports
 `approx_dialect`, `passes` and `approx_opt`; never `autotuner` or `examples`."""
 
 from frontends.decorated import KnobFunction
-from frontends.knob import (
+from frontends.knob import Knob, get_config
+from frontends.knob_config import (
     Cascade,
     DecisionTree,
-    Knob,
     KnobConfig,
     KnobError,
     Memoize,
     Param,
     SafetyContract,
     StaticTransform,
-    get_config,
 )
 
 __all__ = ["Cascade", "DecisionTree", "Knob", "KnobConfig", "KnobError", "KnobFunction", "Memoize", "Param",

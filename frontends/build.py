@@ -33,7 +33,9 @@ from approx_dialect import (
     AnnotationTryOp,
 )
 from approx_dialect.ops import i32_array
-from frontends.knob import KnobConfig, KnobError
+from frontends.knob_config import Decorated, KnobConfig, KnobError
+from frontends.lower_kernel import kernel_function
+from frontends.lower_python import python_function, python_helper
 from frontends.source import FunctionSource
 
 _LIBRARY_PREFIXES = tuple({sys.prefix, sys.base_prefix, sys.exec_prefix})
@@ -107,8 +109,6 @@ class ModuleBuilder:
     def python_callee(self, fn) -> str:
         """A decorated orchestration function lowered into this module, with its
         annotations; its symbol."""
-        from frontends.lower_python import python_function, python_helper
-
         src = FunctionSource.of(fn.python)
         symbol = self.orchestration[id(fn)] = self.symbol(fn.python.__name__)
         types = fn.arg_types()
@@ -127,9 +127,7 @@ class ModuleBuilder:
     def is_lowerable(fn) -> bool:
         """Functions a kernel can call by lowering them: decorated ones, and plain
         Python functions of user code (not of the standard library or installed packages)."""
-        from frontends.decorated import KnobFunction
-
-        if isinstance(fn, KnobFunction):
+        if isinstance(fn, Decorated):
             return True
         if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
             return False
@@ -138,8 +136,6 @@ class ModuleBuilder:
     def kernel_call(self, fn, arg_types: list, node=None, caller=None) -> tuple[str, list]:
         """Symbol and result types of `fn` lowered as a kernel for `arg_types`
         (once per function and types; a decorated callee brings its own annotations)."""
-        from frontends.decorated import KnobFunction
-
         key = (id(fn), tuple(arg_types))
         if key in self.kernels:
             return self.kernels[key]
@@ -149,36 +145,28 @@ class ModuleBuilder:
             raise err(node, msg) if err else KnobError(msg)
         self._active.add(key)
         try:
-            py = fn.python if isinstance(fn, KnobFunction) else fn
-            src = fn.source if isinstance(fn, KnobFunction) else FunctionSource.of(py)
+            py = fn.python if isinstance(fn, Decorated) else fn
+            src = fn.source if isinstance(fn, Decorated) else FunctionSource.of(py)
             name = self.symbol(py.__name__)
-            f = lower_kernel_function(src, self, name, arg_types)
+            f = kernel_function(src, self, name, arg_types)
             results = list(f.function_type.outputs.data)
             self.kernels[key] = (name, results)
             self.functions.append(f)
-            if isinstance(fn, KnobFunction) and not fn.knob_config.is_empty():
+            if isinstance(fn, Decorated) and not fn.knob_config.is_empty():
                 emit_annotations(self, name, fn.knob_config, src, list(arg_types), results, kernel_helper(self))
         finally:
             self._active.discard(key)
         return self.kernels[key]
 
 
-def lower_kernel_function(src, builder, name, arg_types, result_types=None):
-    from frontends.lower_kernel import kernel_function
-
-    return kernel_function(src, builder, name, arg_types, result_types)
-
-
 def kernel_helper(builder: ModuleBuilder):
     """helper(role, fn, symbol, ins, outs): `fn` lowered as a kernel with these types."""
-    from frontends.decorated import KnobFunction
-
     def helper(role: str, fn, symbol: str, ins: list, outs: list) -> None:
         if not builder.is_lowerable(fn):
             raise KnobError(f"the {role} {getattr(fn, '__name__', fn)!r} of a kernel must be a Python "
                             "function it can lower (kernels run compiled and cannot call Python objects)")
-        src = fn.source if isinstance(fn, KnobFunction) else FunctionSource.of(fn)
-        builder.functions.append(lower_kernel_function(src, builder, symbol, ins, outs))
+        src = fn.source if isinstance(fn, Decorated) else FunctionSource.of(fn)
+        builder.functions.append(kernel_function(src, builder, symbol, ins, outs))
 
     return helper
 

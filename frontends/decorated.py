@@ -22,7 +22,7 @@ from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
 from approx_opt.parsing import parse_module
 from frontends.build import ModuleBuilder, emit_annotations
-from frontends.knob import KnobConfig, KnobError
+from frontends.knob_config import Decorated, KnobConfig, KnobError
 from frontends.source import MISSING, FunctionSource
 from passes.knobs import KnobSpec, apply_config, knob_specs
 
@@ -58,7 +58,7 @@ class _Runner:
         return self.lookup(args)(*args)
 
 
-class KnobFunction:
+class KnobFunction(Decorated):
     """A decorated function: callable, tunable (`set_config`, `knobs`, `build`), inspectable (`ir`)."""
 
     def __init__(self, fn, config: KnobConfig):
@@ -253,7 +253,7 @@ class KnobFunction:
 
     def _arg_types(self, key: tuple) -> list:
         from approx_dialect.pyobj import OBJ
-        from frontends.lower_kernel import SCALARS, memref_of
+        from frontends.kernel_types import SCALARS, memref_of
         from frontends.lower_python import SCALAR_ANNOTATIONS
 
         anns = self._param_annotations()
@@ -268,7 +268,7 @@ class KnobFunction:
                     raise TypeError(f"{self.python.__qualname__}(): argument '{name}' must be a numpy array, "
                                     f"got {getattr(sig, '__name__', sig)}")
                 dtype, ndim = sig
-                from frontends.lower_kernel import DTYPES
+                from frontends.kernel_types import DTYPES
 
                 if np.dtype(dtype) not in DTYPES:
                     raise TypeError(f"{self.python.__qualname__}(): arrays of {dtype} are not supported "
@@ -305,7 +305,7 @@ class KnobFunction:
         its pyobj ops index (`frontends.deploy.load_tuned` runs a tuned IR file with it)."""
         if self.kind != "python":
             raise ApproxError(f"{self.name} is a numeric kernel: its tuned IR runs through "
-                              "approx_opt.execute.compile_module, without an environment")
+                              "approx_opt.jit.compile_module, without an environment")
         _, env, entry = self._module()
         return env, entry
 
@@ -320,7 +320,7 @@ class KnobFunction:
         with self._lock:
             lowered = run_pipeline(text, PIPELINE, self.source.filename, config=config or None)
             if self.kind == "kernel":
-                from approx_opt.execute import compile_module
+                from approx_opt.jit import compile_module
 
                 return compile_module(lowered).fn(entry)
             from frontends.components.runtime import ComponentRuntime

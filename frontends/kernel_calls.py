@@ -15,6 +15,7 @@ from xdsl.dialects import arith, func
 from xdsl.dialects import math as mmath
 from xdsl.dialects.builtin import FloatAttr, MemRefType, f64, i1, i64
 
+from frontends.kernel_types import DTYPES, is_float
 from frontends.lowering import Val
 from frontends.source import MISSING
 
@@ -85,7 +86,7 @@ class KernelCalls:
         if fn in (math.floor, math.ceil, math.trunc, builtins.round):
             self._arity(args, 1, name, node)
             v = args[0]
-            if not self._is_float(v.type):
+            if not is_float(v.type):
                 return self.convert(v, i64)
             op = {math.floor: mmath.FloorOp, math.ceil: mmath.CeilOp, builtins.round: mmath.RoundEvenOp}.get(fn)
             r = self.emit(op(v.ssa)).results[0] if op else v.ssa
@@ -100,12 +101,12 @@ class KernelCalls:
             return Val(self.emit(arith.CmpfOp(absx, inf, "oeq" if fn is math.isinf else "olt")).result, True, 0)
         if fn in NP_UNARY:
             self._arity(args, 1, name, node)
-            v = args[0] if self._is_float(args[0].type) else self.convert(args[0], f64)
+            v = args[0] if is_float(args[0].type) else self.convert(args[0], f64)
             return Val(self.emit(NP_UNARY[fn](v.ssa)).results[0], False)
         if fn in (builtins.abs, np.abs):
             self._arity(args, 1, name, node)
             v = args[0] if args[0].type != i1 else self.convert(args[0], i64)
-            op = mmath.AbsFOp if self._is_float(v.type) else mmath.AbsIOp
+            op = mmath.AbsFOp if is_float(v.type) else mmath.AbsIOp
             return Val(self.emit(op(v.ssa)).results[0], v.weak and fn is builtins.abs, 0)
         if fn in (builtins.min, builtins.max):
             if len(args) < 2:
@@ -129,18 +130,10 @@ class KernelCalls:
             return self.dim(args[0], 0)
         if fn in NP_CASTS:
             self._arity(args, 1, name, node)
-            from frontends.lower_kernel import DTYPES
-
             t = DTYPES[np.dtype(fn)]
             return Val(self.convert(args[0], t).ssa, False)
         raise self.error(f"'{ast.unparse(node.func)}' cannot be called in a kernel (math functions, "
                          "abs/min/max/int/float/bool/len/round and Python functions can)", node)
-
-    @staticmethod
-    def _is_float(t) -> bool:
-        from frontends.lower_kernel import is_float
-
-        return is_float(t)
 
     def call_function(self, fn, node: ast.Call):
         """A call of another Python function: lowered into this module for these argument types."""

@@ -24,6 +24,7 @@ from xdsl.ir import Block, Region
 from approx_dialect.pyobj import OBJ, BoxOp, CallOp, ConstOp, GlobalOp, ObjType, UnboxOp, UnpackOp
 from frontends import pyruntime as rt
 from frontends.components.declare import Component
+from frontends.knob_config import Decorated
 from frontends.lowering import BodyLowering, Val
 from frontends.source import MISSING, FunctionSource
 
@@ -379,9 +380,7 @@ class PythonLowering(BodyLowering):
 
 
 def _is_orchestration(fn) -> bool:
-    from frontends.decorated import KnobFunction
-
-    return isinstance(fn, KnobFunction) and fn.kind == "python"
+    return isinstance(fn, Decorated) and fn.kind == "python"
 
 
 def python_function(src, builder, name: str, arg_types) -> func.FuncOp:
@@ -404,9 +403,7 @@ def python_helper(builder):
             raise TypeError(f"the {role} must be callable, got {type(fn).__name__}")
         if role.startswith(LOWERED_ROLES) and builder.is_lowerable(fn) and all(isinstance(t, ObjType) for t in outs):
             # a variant of the program is IR too: its component calls are component ops the passes see
-            from frontends.decorated import KnobFunction
-
-            py = fn.python if isinstance(fn, KnobFunction) else fn
+            py = fn.python if isinstance(fn, Decorated) else fn
             builder.functions.append(python_function(FunctionSource.of(py), builder, symbol, ins))
             return
         entry = Block(arg_types=ins)

@@ -282,7 +282,7 @@ class TorchProgram:
 
     def build(self, config: dict[str, dict] | None = None, backend: str | None = None) -> Callable[..., Any]:
         """`backend` overrides the program's for this build ("jit" or "iree")."""
-        from approx_opt.execute import compile_module
+        from approx_opt.jit import compile_module
 
         text = self.mlir(config)
         backend = backend or self.backend

@@ -244,7 +244,7 @@ def run_python(s: str, tmp: Path, n: int = 5) -> str:
     dict key, f-string part, callee `__qualname__`, and (if an identifier) function, variable and
     keyword name; imported, lowered, run through the pipeline and generated Python."""
     from approx_dialect.diagnostics import ApproxError
-    from frontends.knob import KnobError
+    from frontends import KnobError
 
     stem = "".join(c for c in s if c not in "/\x00" and not 0xD800 <= ord(c) <= 0xDFFF)[:60] or "x"
     path = tmp / f"{stem}.py"

@@ -14,7 +14,7 @@ from approx_dialect.context import print_module
 from approx_dialect.diagnostics import ApproxError, ApproxWarning
 from approx_opt import upstream_import
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from approx_opt.parsing import parse_module
 from passes.knobs import knob_specs
 

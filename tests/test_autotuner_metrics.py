@@ -10,7 +10,7 @@ from approx_opt.program import MlirProgram
 from autotuner._pareto import dominates, hypervolume, pareto_indices
 from autotuner.measure import Measurer, split_inputs
 from autotuner.metrics import containment, exact_match, get_metric, normalize_answer, rbo, rel_l2, token_f1
-from bench.tuning_bench import kernel_inputs, kernel_text
+from bench.dots_kernel import kernel_inputs, kernel_text
 
 
 def test_squad_normalisation_and_containment():

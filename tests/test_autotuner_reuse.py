@@ -19,7 +19,7 @@ from autotuner._records import REUSED, counts
 from autotuner.cli import main as cli_main
 from autotuner.loading import as_program
 from autotuner.space import SearchSpace
-from bench.tuning_bench import kernel_inputs, kernel_text
+from bench.dots_kernel import kernel_inputs, kernel_text
 
 DOTS = MlirProgram(kernel_text(3), "main", "dots.mlir")
 INPUTS = kernel_inputs(12, 3000)

@@ -12,7 +12,7 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
 from autotuner.space import SearchSpace
-from bench.tuning_bench import kernel_text
+from bench.dots_kernel import kernel_text
 from tests.tree_programs import leaf, sum2_module, tree
 
 ADAPTIVE = MlirProgram.from_file(Path(__file__).parents[1] / "examples/mlir/adaptive_sum.mlir", "mean")

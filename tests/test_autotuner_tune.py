@@ -15,7 +15,7 @@ from approx_opt.program import MlirProgram
 from autotuner import config_key, hypervolume, tune
 from autotuner._pareto import dominates
 from autotuner._records import counts
-from bench.tuning_bench import kernel_inputs, kernel_text
+from bench.dots_kernel import kernel_inputs, kernel_text
 from passes.knobs import KnobSpec
 
 DOTS = MlirProgram(kernel_text(2), "main", "dots.mlir")

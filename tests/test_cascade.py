@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from approx_dialect.cascade import decode
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from tests.programs import decision_tree, module, static_transform
 
 # Exact f(x) = x*x + n. Variant j returns x*x + n + 1000*j (so we see who answered);

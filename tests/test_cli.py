@@ -113,6 +113,20 @@ def test_finalize_before_lowering_names_the_missing_pass(cli):
     assert_one_line_error(proc, "'approx.decide' is still present; run config-approx")
 
 
+def test_input_sources_come_from_the_entry_point_group():
+    """approx-opt imports no frontend: `--from-python` is the frontends' entry point,
+    and a source nobody registered is a one-line error."""
+    from approx_dialect.diagnostics import ApproxError
+    from approx_opt.sources import source
+    from frontends.cli import python_input
+
+    assert source("python") is python_input
+    with pytest.raises(ApproxError) as err:
+        source("fortran")
+    assert err.value.line() == ("<command line>: error: no input source 'fortran' is installed (entry point group "
+                                "'approx_opt.sources'; pip install -e . registers the frontends' one)")
+
+
 def test_stock_xdsl_opt_loads_the_dialect_and_passes(tmp_path):
     """The xdsl.universe entry point: xdsl-opt knows approx ops and passes."""
     import subprocess

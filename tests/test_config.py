@@ -10,7 +10,7 @@ import pytest
 from approx_dialect.context import parse_module
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from passes.knobs import apply_config, knob_specs
 from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module, static_transform
 

@@ -17,7 +17,7 @@ from approx_dialect import tree_decision
 from approx_dialect.context import parse_module, print_module
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from tests.tree_programs import (
     ARRAYS,
     X,

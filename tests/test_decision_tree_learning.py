@@ -10,7 +10,7 @@ import pytest
 from approx_dialect import tree_decision
 from approx_dialect.context import parse_module
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from autotuner.decision_tree import (
     TreeLearningError,
     annotation_text,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.execute import PIPELINE, compile_module
+from approx_opt.jit import PIPELINE, compile_module
 
 SCALARS = """
 func.func @add_i32(%a: i32, %b: i32) -> i32 {
@@ -296,3 +296,22 @@ def test_cache_and_xdsl_input():
     cm = compile_module(parse_module(CONTROL))
     assert cm.triangle(3) == 6
     assert "convert-scf-to-cf" in PIPELINE
+
+
+def test_what_needs_bufferizing_is_found_in_the_ops_not_the_text():
+    """A tensor-typed value or a linalg op calls for the tensor pipeline; a dense
+    initializer of a memref.global (its text says `tensor<`) does not."""
+    from torch_mlir import ir
+
+    from approx_opt.jit.lowering import has_tensors
+
+    cases = {
+        'memref.global "private" constant @g : memref<2xf64> = dense<[1.0, 2.0]>\n'
+        "func.func @f(%m: memref<2xf64>) -> memref<2xf64> { return %m : memref<2xf64> }": False,
+        "func.func @f(%t: tensor<2xf64>) -> f64 {\n  %c = arith.constant 0 : index\n"
+        "  %v = tensor.extract %t[%c] : tensor<2xf64>\n  return %v : f64\n}": True,
+        "func.func @f(%a: memref<2xf64>, %b: memref<2xf64>) {\n"
+        "  linalg.copy ins(%a : memref<2xf64>) outs(%b : memref<2xf64>)\n  return\n}": True,
+    }
+    with ir.Context(), ir.Location.unknown():
+        assert {text: has_tensors(ir.Module.parse(text)) for text in cases} == cases

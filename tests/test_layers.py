@@ -38,6 +38,7 @@ def located(path: Path, findings: list[str]) -> list[str]:
 BELOW = {
     "approx_dialect": ("passes", "approx_opt", "frontends", "autotuner", "examples", "bench"),
     "passes": ("approx_opt", "frontends", "autotuner", "examples", "bench"),
+    "approx_opt": ("frontends", "autotuner", "examples", "bench"),
     "frontends": ("autotuner", "examples", "bench"),
 }
 
@@ -47,6 +48,71 @@ def test_a_layer_imports_nothing_above_it(package):
     bad = [f"{p.relative_to(ROOT)}:{line}: {module}" for p in sources(package)
            for line, module, _ in imports(p) if module.split(".")[0] in BELOW[package]]
     assert not bad, "\n".join(bad)
+
+
+PACKAGES = ("approx_dialect", "passes", "approx_opt", "frontends", "autotuner", "examples", "bench")
+
+
+def module_graph(root: Path, package: str) -> dict[str, dict[str, int]]:
+    """module -> {module of the same package that it imports: line of the first such
+    import}. `from a.b import c` imports the module a.b.c when there is one, else a.b."""
+    paths = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, dict[str, int]] = {m: {} for m in paths}
+    for module, path in paths.items():
+        for line, target, names in imports(path):
+            for t in [f"{target}.{n}" if f"{target}.{n}" in paths else target for n in names] or [target]:
+                while t and t not in paths:
+                    t = t.rpartition(".")[0]
+                if t and t != module:
+                    graph[module].setdefault(t, line)
+    return graph
+
+
+def circle(graph: dict[str, dict[str, int]]) -> list[str]:
+    """One circle of imports ("module:line -> ..."), or [] when the graph has none."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str]:
+        state[m] = 1
+        path.append(m)
+        for t in graph[m]:
+            if state.get(t) == 1:
+                loop = path[path.index(t):]
+                return [f"{a}:{graph[a][b]}" for a, b in zip(loop, loop[1:] + [t])] + [t]
+            if t not in state and (found := visit(t)):
+                return found
+        path.pop()
+        state[m] = 2
+        return []
+
+    for m in graph:
+        if m not in state and (found := visit(m)):
+            return found
+    return []
+
+
+def test_the_circle_check_finds_one(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text("import os\nfrom pkg.sub import b\n")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("def f():\n    from pkg.c import g\n")
+    (tmp_path / "pkg" / "c.py").write_text("import pkg.a\n")
+    assert circle(module_graph(tmp_path, "pkg")) == ["pkg.a:2", "pkg.sub.b:2", "pkg.c:1", "pkg.a"]
+    (tmp_path / "pkg" / "c.py").write_text("import pkg\n")
+    assert circle(module_graph(tmp_path, "pkg")) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_circle_of_imports_inside_a_package(package):
+    """Each package's modules form layers too: the lower module never imports the upper
+    one, not even inside a function."""
+    found = circle(module_graph(ROOT, package))
+    assert not found, "circle of imports: " + " -> ".join(found)
 
 
 def private_uses(path: Path) -> list[str]:

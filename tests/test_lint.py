@@ -1,5 +1,5 @@
 """The linter and the type checker run clean (ruff on everything, a basic mypy pass on
-`approx_dialect`, `passes` and the parser of `approx_opt`; both configured in
+`approx_dialect`, `passes`, the parser of `approx_opt` and `frontends/components`; both configured in
 pyproject.toml), so `make test` fails on a new finding."""
 
 from __future__ import annotations

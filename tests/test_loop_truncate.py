@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module, static_transform
 
 DATA = np.random.default_rng(11).standard_normal(64)

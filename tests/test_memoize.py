@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.quantize import MEMO_CAPACITY, float_word, int_word, slot_of
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from frontends.memo import QuantizedMemo
 from tests.programs import decision_tree, module, static_transform
 

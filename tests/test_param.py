@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from approx_dialect.context import parse_module, print_module
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from tests.programs import decision_tree, module, static_transform
 
 TOPK = """

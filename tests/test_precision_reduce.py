@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import exact_program, run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module, static_transform
 
 LOW = {0: np.float64, 1: np.float32, 2: np.float16}

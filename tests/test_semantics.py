@@ -9,7 +9,7 @@ import pytest
 from approx_dialect import decision_index
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
-from approx_opt.execute import compile_module
+from approx_opt.jit import compile_module
 from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module, static_transform
 
 RNG = np.random.default_rng(7)

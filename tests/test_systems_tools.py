@@ -175,7 +175,7 @@ def test_tiny_tuning_run(program, tmp_path):
 
 
 def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_path):
-    from examples.systems.tools_agent import run_system
+    from examples.systems.tools_tuning import run_system
 
     row = run_system(3, trials=2, seconds=None, out_dir=tmp_path, eval_ratio=2, tuning_qos="kept")
     result = json.loads((tmp_path / "result.json").read_text())

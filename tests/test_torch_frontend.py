@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from approx_dialect.diagnostics import ApproxError  # noqa: E402
 from approx_opt.driver import run_pipeline  # noqa: E402
-from approx_opt.execute import compile_module  # noqa: E402
+from approx_opt.jit import compile_module  # noqa: E402
 from frontends.torch_export import weights_of  # noqa: E402
 from frontends.torch_frontend import TorchProgram, import_torch  # noqa: E402
 

@@ -3,7 +3,8 @@ documentation agree."""
 
 from pathlib import Path
 
-from approx_dialect.transform_types import TRANSFORM_TYPES, markdown_table
+from approx_dialect.docs import markdown_table
+from approx_dialect.transform_types import TRANSFORM_TYPES
 from passes.transformations import REWRITES
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "transformations.md"

@@ -16,7 +16,7 @@ from approx_dialect.context import (
     print_module,
 )
 from approx_dialect.diagnostics import ApproxError
-from approx_opt import upstream_import
+from approx_opt import parsing, upstream_import
 from approx_opt.parsing import parse_module
 from bench.gen_module import generate
 from tests.programs import STATE_OF_N, SUM_LOOP, decision_tree, module, static_transform
@@ -199,11 +199,19 @@ def xdsl_parse(text: str, name: str, offset: int):
     return module
 
 
-def fast_parse(text: str, name: str, offset: int):
-    module = upstream_import.import_module(text, name, offset)
+IMPORTER = upstream_import.UpstreamImporter()
+
+
+def fast_parse_why(text: str, name: str, offset: int):
+    """(module, None), or (None, why the fast path declined)."""
+    module, reason = IMPORTER.import_module(text, name, offset)
     if module is not None:
         move_inherent_attributes_to_properties(module)
-    return module
+    return module, reason
+
+
+def fast_parse(text: str, name: str, offset: int):
+    return fast_parse_why(text, name, offset)[0]
 
 
 def details(module) -> list:
@@ -242,9 +250,8 @@ def test_fast_path_matches_xdsl_parser(name, text, offset):
         ref = xdsl_parse(text, "in.mlir", offset)
     except Exception:
         ref = None
-    fast = fast_parse(text, "in.mlir", offset)
+    fast, reason = fast_parse_why(text, "in.mlir", offset)
     if fast is None:
-        reason = upstream_import.last_fallback_reason
         assert name.startswith(MAY_FALL_BACK), f"unexpected fallback: {reason}"
         assert not reason.startswith("conversion failed"), reason  # a bug, not a limit
         return
@@ -260,8 +267,8 @@ def test_most_of_the_corpus_takes_the_fast_path():
 
 def test_bench_module_takes_the_fast_path():
     text = generate(200)
-    fast = fast_parse(text, "bench.mlir", 3)
-    assert fast is not None, upstream_import.last_fallback_reason
+    fast, reason = fast_parse_why(text, "bench.mlir", 3)
+    assert fast is not None, reason
     assert_same(fast, xdsl_parse(text, "bench.mlir", 3))
 
 
@@ -318,8 +325,8 @@ DECLINED = {
 @pytest.mark.parametrize("case", DECLINED, ids=list(DECLINED))
 def test_fast_path_declines(case):
     text, why = DECLINED[case]
-    assert upstream_import.import_module(text, "in.mlir") is None
-    assert why in upstream_import.last_fallback_reason
+    module, reason = IMPORTER.import_module(text, "in.mlir")
+    assert module is None and why in reason
 
 
 def test_parse_module_falls_back_with_xdsl_behaviour(monkeypatch):
@@ -342,7 +349,8 @@ def test_verifier_errors_come_from_the_xdsl_path(monkeypatch):
     """Upstream parses it, xDSL's verifier rejects it: same message and location."""
     monkeypatch.setattr(upstream_import, "FAST_PATH_MIN_CHARS", 0)
     text = '\n"approx.transform"() <{transform_type = "loop_unroll", knob_val = 1 : i32}> : () -> ()\n'
-    assert upstream_import.import_module(text, "e.mlir") is not None
+    module, reason = IMPORTER.import_module(text, "e.mlir")
+    assert module is not None and reason is None
     with pytest.raises(ApproxError) as fast_err:
         parse_module(text, "e.mlir", line_offset=4)
     monkeypatch.setattr(upstream_import, "worth_trying", lambda text: False)
@@ -354,14 +362,14 @@ def test_verifier_errors_come_from_the_xdsl_path(monkeypatch):
 
 def test_parse_module_uses_the_fast_path_for_large_inputs(monkeypatch):
     calls = []
-    real = upstream_import.import_module
+    real = parsing.IMPORTER.import_module
 
     def spy(*args, **kwargs):
-        module = real(*args, **kwargs)
+        module, reason = real(*args, **kwargs)
         calls.append(module is not None)
-        return module
+        return module, reason
 
-    monkeypatch.setattr(upstream_import, "import_module", spy)
+    monkeypatch.setattr(parsing.IMPORTER, "import_module", spy)
     text = generate(200)
     assert len(text) >= upstream_import.FAST_PATH_MIN_CHARS
     module = parse_module(text, "big.mlir")
@@ -377,6 +385,20 @@ def test_the_dialect_parses_with_xdsl_alone(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("the upstream parser was tried")
 
-    monkeypatch.setattr(upstream_import, "import_module", fail)
+    monkeypatch.setattr(parsing.IMPORTER, "import_module", fail)
     text = generate(200)
     assert print_module(context.parse_module(text, "big.mlir")) == print_module(xdsl_parse(text, "big.mlir", 0))
+
+
+def test_an_importer_owns_its_caches():
+    """The types and attributes read for one input serve the next, in that importer only."""
+    importer, other = upstream_import.UpstreamImporter(), upstream_import.UpstreamImporter()
+    text = generate(20)
+    module, reason = importer.import_module(text, "a.mlir")
+    assert module is not None and reason is None
+    assert importer.type_cache and importer.attr_cache
+    assert not other.type_cache and not other.attr_cache
+    seen = dict(importer.type_cache)
+    assert importer.import_module(text, "b.mlir")[0] is not None
+    assert importer.type_cache == seen  # nothing new to read
+

@@ -1,4 +1,5 @@
 """The compound AI systems, each one autotuner Program (`program.SystemProgram`)
 built from decorated Python functions and knobbed components: `rag_bm25`,
 `rag_dense` (the RAG program of `rag_program.py`; `common.py` holds what they
-share), `tools_agent` and `tools_agent_llm`."""
+share), `tools_agent` and `tools_agent_llm` (tuned by `tools_tuning`, measured side by
+side by `tools_measure`)."""

@@ -31,28 +31,20 @@ MiniLM), `answer.model` (cascade fast -> pro on the reader's confidence),
 `answer.precision` (bfloat16), `answer.passages` (1: the reader is asked about
 string parameters only), `answer.skip` (task_skipping: no reader, cue words alone),
 and `tools_agent` (the decision above). `ToolsAgentProgram` is the autotuner's
-Program; `run_system` tunes it (static, dynamic) and evaluates the fronts on the
-held-out split."""
+Program; `examples.systems.tools_tuning.run_system` tunes it (static, dynamic) and
+evaluates the fronts on the held-out split."""
 
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
-import time
-from pathlib import Path
 
-from approx_dialect.diagnostics import ApproxError
 from examples.systems.program import SystemProgram, program_attribute
 from examples.systems.tools_cues import params_of
 from examples.systems.tools_data import (
     CATEGORIES,
     ToolQuery,
-    accuracy_by_category,
-    ast_match,
     pool_items,
     query_of,
-    spare_items,
     split,
 )
 from frontends import DecisionTree, Knob
@@ -60,7 +52,6 @@ from frontends.components.tools import load_bfcl
 
 LEVELS = (3, 6, 9)  # QoS-loss percentages of the results table
 STATE_UPPER = 60
-READER_GROUPS = (("string", "str_list"), ("int", "float", "num_list"))  # the reader op's contexts: strings first
 
 
 def string_load(function) -> int:
@@ -73,7 +64,7 @@ def agent_program(readers=None, encoder=None):
     """(the decorated agent, the embedding router): the program of the module docstring."""
     from examples.systems.tools_components import ItemTools, routers
     from examples.systems.tools_fill import fill_scored
-    from examples.systems.tools_reader import THRESHOLDS, ArgumentReader, load_readers, scores_of
+    from examples.systems.tools_reader import READER_GROUPS, THRESHOLDS, ArgumentReader, load_readers, scores_of
     from frontends.components.declare import Generate, ToolCall, Tune
 
     fast, pro = readers or load_readers()
@@ -138,127 +129,10 @@ class ToolsAgentProgram(SystemProgram):
         super().__init__("examples.systems.tools_agent:tools_agent", indexed(*agent_program(readers, encoder)))
 
 
-REPEATS = 1  # timed passes per tuning measurement: a pass over the requests takes seconds (CPU clock)
-EVAL_REPEATS = 2  # timed passes per held-out measurement (median): timings here vary by ~20 % under load
-SAMPLER = "predictive"  # as the RAG systems (examples/systems/tuning.py)
-
-
 def held_out(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> tuple[list[ToolQuery], list]:
     """(requests, items) of the held-out split: what `approx-tune verify` re-measures on."""
     items = split(n_tune, seed, eval_ratio)[1]
     return [query_of(i) for i in items], items
-
-
-def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
-               ablate_levels: tuple = (), *, llm: bool = False, eval_ratio: int = 5, jobs: int = 1,
-               eval_repeats: int = EVAL_REPEATS, tuning_qos: str | None = None) -> dict:
-    """Tune the agent (`llm`: the LLM + tools agent of tools_agent_llm.py) on `n_tune`
-    BFCL items (static, then dynamic seeded with the static front; `trials` evaluations
-    each, or what `seconds` allows, half per mode; `jobs` worker processes) and evaluate
-    both fronts on eval_ratio x n_tune held-out items: the row of bench/results.json.
-    `tuning_qos` (default: "kept" for the LLM agent, "gold" for the reader agent):
-    "gold", the AST check on the tuning items; "kept", the AST check on
-    tuning items the exact agent gets right (the tuning items, then pool items in
-    neither split; a loss is a call lost, never offset by one gained by luck: on 16
-    items, cue words alone beat SmolLM2 and a -100 % tuning loss hid a 73 % held-out one).
-    Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
-    from autotuner import tune
-    from examples.systems.common import one_thread
-    from examples.systems.tuning import (
-        exact_right,
-        explain_levels,
-        front_gaps,
-        held_out_speedup,
-        level_points,
-        qos_note,
-        record_how_to_verify,
-        search_static_then_dynamic,
-    )
-
-    one_thread()
-    start = time.perf_counter()
-    tuning_qos = tuning_qos or ("kept" if llm else "gold")
-    if tuning_qos not in ("gold", "kept"):
-        raise ApproxError(f"unknown tuning QoS '{tuning_qos}' for the tools agent (one of: gold, kept)",
-                          where="examples.systems.tools_agent")
-    tune_items, eval_items = split(n_tune, seed, eval_ratio)
-    module = "examples.systems.tools_agent_llm" if llm else "examples.systems.tools_agent"
-    if llm:
-        from examples.systems.tools_agent_llm import system as llm_system
-
-        program: SystemProgram = llm_system()
-    else:
-        program = ToolsAgentProgram()
-    name = "tools_llm" if llm else "tools"
-    tune_in, eval_in = [query_of(i) for i in tune_items], [query_of(i) for i in eval_items]
-    tried = None
-    if tuning_qos == "kept":
-        candidates = tune_items + spare_items(n_tune, seed, eval_ratio)
-        tune_in, tune_items, tried = exact_right(program, [query_of(i) for i in candidates], candidates, ast_match,
-                                                 n_tune, seed, shuffle=False)
-        if not tune_in:
-            raise ApproxError(f"the exact agent gets none of {tried} tuning items right: nothing to tune against",
-                              where="examples.systems.tools_agent")
-    out = Path(out_dir or os.environ.get("APPROX_TOOLS_OUT") or tempfile.mkdtemp(prefix="tools_agent_"))
-    out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("study.db*"), out / "result.json"]:  # a fresh study (ours only: the folder may hold more)
-        old.unlink(missing_ok=True)
-    storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(LEVELS) / 100
-    common = dict(metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed, storage=storage,
-                  out_dir=out, eval_inputs=eval_in, eval_references=eval_items, repeats=REPEATS, clock="cpu")
-    done = search_static_then_dynamic(
-        program, tune_in, tune_items, name=name, trials=trials, seconds=seconds, spec=f"{module}:system", jobs=jobs,
-        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, max(2, trials // 2)), **common)
-    result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done.values())),
-                  study_name=name, **{**common, "repeats": eval_repeats})
-    result.notes.append(
-        f"QoS: BFCL's AST check; tuning on {len(tune_items)} items the exact agent gets right (found among {tried} "
-        "tried: a loss is a call lost, never offset by one gained)" if tried else
-        "QoS: BFCL's AST check, on the tuning items and on the held-out items")
-    record_how_to_verify(result, f"{module}:program", "examples.systems.tools_agent:ast_match",
-                         {"inputs": "examples.systems.tools_agent:held_out",
-                          "kwargs": {"n_tune": n_tune, "seed": seed, "eval_ratio": eval_ratio}})
-    if ablate_levels:
-        explain_levels(result, program, eval_in[:n_tune], eval_items[:n_tune], ast_match, ablate_levels)
-    result.save(out / "result.json")
-    scores = result.exact_scores_eval  # the evaluation's exact run, not a second one
-    row = {"exact_seconds_per_query": result.exact_seconds_eval / len(eval_in),
-           "static": {str(p): held_out_speedup(result, p, "static") for p in LEVELS},
-           "dynamic": {str(p): held_out_speedup(result, p, "dynamic") for p in LEVELS},
-           "tuning_seconds": result.tuning_seconds, "trials": result.trials,
-           "qos_exact": sum(scores) / len(scores),
-           "qos_exact_by_category": accuracy_by_category(eval_items, scores),
-           "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": done,
-           "result": str(out / "result.json"), "points": level_points(result, LEVELS),
-           "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
-           "qos_note": qos_note(result),
-           "front": front_gaps(result), "model": program.model}
-    from autotuner.report import write_report
-
-    row["report"] = str(write_report(result, out))
-    row["wall_seconds"] = time.perf_counter() - start
-    return row
-
-
-SEED_DECISIONS = ([1, 0, 0], [1, 0, 1], [0, 0, 1])  # the cheap path on few / many string parameters
-
-
-def seed_dynamic(program, storage: str, base: str, budget: float, limit: int) -> int:
-    """Queue the dynamic study's first trials: every static front configuration as it is
-    (decisions all equal), and those whose agent knob is 0 with the cheap path where the
-    development split says it loses little (SEED_DECISIONS, thresholds 10 and 30: no
-    required string / one or two / three or more); at most `limit`; returns how many."""
-    from autotuner import SearchSpace, enqueue, front_of
-
-    space = SearchSpace.from_program(program, "dynamic")
-    as_is, variants = [], []
-    knob = program.decision
-    for config in reversed(front_of(storage, f"{base}/static", budget)):  # fastest first
-        k = config[knob]["knob_val"]
-        as_is.append({**config, knob: {"thresholds": [10, 30], "decisions": [k] * 3}})
-        if k == 0:
-            variants += [{**config, knob: {"thresholds": [10, 30], "decisions": list(d)}} for d in SEED_DECISIONS]
-    return enqueue(storage, f"{base}/dynamic", space, as_is + variants, limit)
 
 
 @functools.lru_cache(maxsize=1)
@@ -280,15 +154,3 @@ def pool_inputs() -> tuple[list[ToolQuery], list]:
 
 __getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent:program ...`
 
-
-if __name__ == "__main__":
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n-tune", type=int, default=80)
-    ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--seconds", type=float, default=840)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    print(json.dumps(run_system(args.n_tune, args.trials, args.seconds, args.seed), indent=2))

@@ -18,7 +18,7 @@ exit at the depths the adapters were trained for) and `writer.skip`
 input of tools_agent.py (by the string parameters of the keyword router's
 function: the agent or cue words alone).
 
-    python -m examples.systems.tools_agent_llm [--items 30]   # AST accuracy and time per request vs the reader agent
+    python -m examples.systems.tools_measure [--items 30]   # AST accuracy and time per request vs the reader agent
 """
 
 from __future__ import annotations
@@ -103,15 +103,3 @@ def system() -> ToolsLlmProgram:
 
 __getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent_llm:program ...`
 
-
-if __name__ == "__main__":
-    import argparse
-    import json
-
-    from examples.systems.tools_measure import measure
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--items", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    print(json.dumps(measure(args.items, args.seed), indent=2))

@@ -112,8 +112,8 @@ class ReaderFiller(AnswerModel):
         return ReaderFiller(self.scorer.with_precision(precision))
 
     def _answer(self, question: str, contexts: list, max_new_tokens: int | None) -> Answer:
-        from examples.systems.tools_agent import READER_GROUPS
         from examples.systems.tools_fill import fill_scored
+        from examples.systems.tools_reader import READER_GROUPS
 
         function = contexts[0]
         scores = self.reader.answer((question, function), READER_GROUPS)

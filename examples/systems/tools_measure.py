@@ -71,3 +71,14 @@ def measure(n: int, seed: int = 0) -> dict:
                      "speedup_vs_llm_exact": round(float(exact[:m].sum() / max(t.sum(), 1e-9)), 2),
                      "speedup_interval": interval(exact[:m], t)}
     return out
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--items", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    print(json.dumps(measure(args.items, args.seed), indent=2))

@@ -28,6 +28,7 @@ from approx_dialect.diagnostics import ApproxError
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 THRESHOLDS = (0.0, 0.3, 0.5, 0.7, 0.9)  # 0.0: the fast reader alone
+READER_GROUPS = (("string", "str_list"), ("int", "float", "num_list"))  # the reader op's contexts: strings first
 
 
 class SpanScorer:

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import FloatAttr, ModuleOp, UnitAttr, f64
 from xdsl.ir import Block, Operation, Region
 
 from approx_dialect import TransformOp, symbol_name
+from approx_dialect.cascade import decode
 from approx_dialect.component import AnnotationComponentOp, ComponentOp, ConfidenceOp, GenerateOp
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import ConstOp
@@ -110,8 +111,8 @@ def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, re
         elif ttype == "cascade":
             if op.properties["model"] in values:
                 continue  # already a cheaper model: nothing to escalate from
-            t = len(ann.thresholds.data)
-            _cascade(op, values, (k - 1) // t, ann.thresholds.data[(k - 1) % t].value.data)
+            first, threshold = decode(k, len(values), len(ann.thresholds.data))
+            _cascade(op, values, first - 1, ann.thresholds.data[threshold].value.data)
         else:
             op.properties[ann.parameter.data] = values[k - 1]
 

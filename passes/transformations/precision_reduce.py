@@ -48,7 +48,7 @@ from passes.ir_utils import ModuleSymbols
 from passes.transformations.precision_casts import truncate
 
 #: knob -> (MLIR type, numpy dtype). f16 rather than bf16: numpy has float16 (exact
-#: tests, QoS) and no bfloat16, execute.py passes f16 at the C interface, and f16
+#: tests, QoS) and no bfloat16, approx_opt/jit/abi.py passes f16 at the C interface, and f16
 #: keeps 11 bits (bf16: 8). x86 CPUs here convert f32<->f16 in hardware (F16C) but
 #: compute neither f16 nor bf16 natively; f64 -> f16 is done by precision_casts.
 LOWER: dict[int, tuple[Attribute, type]] = {

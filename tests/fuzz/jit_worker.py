@@ -48,7 +48,7 @@ def _replies():
 
 def main() -> int:
     from approx_dialect.diagnostics import ApproxError
-    from approx_opt.execute import compile_module
+    from approx_opt.jit import compile_module
 
     out = _replies()
     for line in sys.stdin:

@@ -210,7 +210,12 @@ class LocalServer:
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env, cwd=ROOT)
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()
+
+        def pump() -> None:
+            for x in self.proc.stdout:
+                lines.put(x)
+
+        threading.Thread(target=pump, daemon=True).start()
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             try:

@@ -51,7 +51,7 @@ def _answer_type(allowed: list) -> type | None:
     return next((type(a) for a in allowed if a != ""), None)
 
 
-def _type_check(value: Any, allowed: list, expected: type, nested: type | None) -> tuple[bool, bool]:
+def _type_check(value: Any, allowed: list, expected: type[Any], nested: type | None) -> tuple[bool, bool]:
     """(valid, is_variable), BFCL's one-level type check."""
     answer_type = _answer_type(allowed)
     is_variable = answer_type is not None and answer_type != expected
