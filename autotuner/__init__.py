@@ -42,6 +42,9 @@ _EXPORTS = {
     "run_search": "autotuner._optimize",
     "pareto_indices": "autotuner._pareto",
     "hypervolume": "autotuner._pareto",
+    "describe_machine": "autotuner.machine",
+    "LoadProbe": "autotuner.machine",
+    "Load": "autotuner.machine",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -44,7 +44,7 @@ RUNS_PATH = ROOT / "bench" / "results_runs.json"  # per part: the command, commi
 
 
 def machine() -> str:
-    from autotuner.machine import describe_machine
+    from autotuner import describe_machine
 
     return describe_machine()
 
@@ -72,7 +72,7 @@ def _call(fn, **kwargs):
 def run_systems(names, sizes: dict, seed: int, log) -> tuple[dict, dict, dict]:
     """({name: row or None}, {name: details}, {name: why missing}); each row says its
     machine and how busy the machine was while it ran (`autotuner.machine`)."""
-    from autotuner.machine import LoadProbe
+    from autotuner import LoadProbe
     from bench.systems_bench import run_system
 
     rows, details, missing = {}, {}, {}
@@ -114,7 +114,7 @@ def run_kernels(trials: int, n_tune: int, seed: int, log) -> tuple[dict, str | N
 
 def load_text(load: dict | None) -> str:
     """How busy the machine was during a row's run, in words."""
-    from autotuner.machine import Load
+    from autotuner import Load
 
     if not load:
         return "load not recorded"

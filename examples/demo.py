@@ -73,7 +73,7 @@ def demo(args) -> int:
             setattr(args, k, v)
     n_eval = args.n_eval or 5 * args.n_tune
 
-    from autotuner.machine import describe_machine
+    from autotuner import describe_machine
     from examples.systems.tuning import ROOT, default_tuning_qos, load_system, most_accurate, tune_system
 
     start = time.perf_counter()
