@@ -128,3 +128,29 @@ def test_precision_variants_are_built_once_per_provider(parts):
     assert bf is fast.variant("bfloat16") and bf.variant("float32") is fast and bf.name == "fast[bfloat16]"
     with pytest.raises(ApproxError, match="'fast' has no early exit"):
         fast.variant(layers=2)
+
+
+def test_each_program_holds_its_own_reuse_table(parts):
+    """Declaring a second program keeping the same model's results leaves the first's
+    kept results and counts alone; within `reading`, a kept call is reused."""
+    corpus, _, pro, _ = parts
+    passages = list(corpus[:2])
+
+    def program_of():
+        answer = Generate("answer", pro)
+
+        def ask(question, passages):
+            return answer(question, passages).text
+
+        return Knob()(ask)
+
+    first = program_of()
+    first.reuse.keep([pro])
+    run = first.build({})
+    text = run(QUESTION, passages)
+    second = program_of()
+    second.reuse.keep([pro])
+    assert second.build({})(QUESTION, passages) == text
+    with first.reuse.reading():
+        assert run(QUESTION, passages) == text
+    assert first.reuse.counts() == {"reused": 1, "run": 1} and second.reuse.counts() == {"reused": 0, "run": 1}
