@@ -146,3 +146,17 @@ def test_loading_leaves_the_callers_transformers_verbosity(tmp_path):
         assert logging.get_verbosity() == logging.INFO
     finally:
         logging.set_verbosity(before)
+
+
+def test_the_line_end_stop_keeps_the_answers(lm, questions):
+    """Decoding ends at the answer's end (end of turn, or the line break before the
+    rest `first_line` drops): the answer is the same as decoding on, and its tokens
+    are the first of the longer decoding's."""
+    from frontends.components.llm.base import first_line
+
+    for q, ctx in questions:
+        stopped, _, _ = lm.generate(q.question, ctx, 2 * TOKENS)
+        full, _, _ = lm.generate(q.question, ctx, 2 * TOKENS, stop_at_line_end=False)
+        assert full[:len(stopped)] == stopped
+        assert first_line(lm.tokenizer.decode(stopped, skip_special_tokens=True)) == \
+            first_line(lm.tokenizer.decode(full, skip_special_tokens=True))

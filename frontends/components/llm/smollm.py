@@ -9,14 +9,15 @@ path the caller gives) are kept beside the base weights, never merged into them.
 
 Parameters, each exact at its default (the answer component's knobs set them):
 - `max_new_tokens` (per call): greedy `model.generate` with the KV cache, so n
-  tokens are the first n of a longer output;
+  tokens are the first n of a longer output; decoding ends at the answer's end
+  (end of turn or sequence, or the line break after it: the answer is the first line);
 - `variant(precision=p)`: the model computing in p (`approx_dialect.precision`);
 - `variant(layers=k)`: early exit, LayerSkip-style: the first k decoder layers, then
   the shared final norm and output head (the adapters are trained so that the
   depths listed in the adapter file answer too).
 The contexts it reads are cut by the component (`base.select_sentences`,
 `base.limit_contexts`). Confidence = exp(mean log-probability) of the generated
-tokens, end-of-turn included (what a cascade thresholds)."""
+tokens, the end of turn or line included (what a cascade thresholds)."""
 
 from __future__ import annotations
 
@@ -205,6 +206,18 @@ def chat_prompt(tokenizer, question: str, contexts, prompt=build_prompt) -> str:
                                          tokenize=False, add_generation_prompt=True)
 
 
+class LineEnd:
+    """A transformers stopping criterion: the generated text (after `start`) holds a
+    line break after some text, so its first line, the answer, is complete."""
+
+    def __init__(self, tokenizer, start: int):
+        self.tokenizer, self.start = tokenizer, start
+
+    def __call__(self, input_ids, scores, **kwargs) -> torch.Tensor:
+        text = self.tokenizer.decode(input_ids[0, self.start:], skip_special_tokens=True)
+        return torch.full((input_ids.shape[0],), "\n" in text.lstrip(), dtype=torch.bool, device=input_ids.device)
+
+
 # ---------------------------------------------------------------- the answer model
 
 class SmolLM2(Variants, AnswerModel):
@@ -244,9 +257,12 @@ class SmolLM2(Variants, AnswerModel):
 
     # -- answering
     @torch.inference_mode()
-    def generate(self, question: str, contexts, max_new_tokens: int | None = None):
-        """(token ids, log-probabilities, prompt tokens): greedy decoding with the KV cache."""
-        from transformers import GenerationConfig
+    def generate(self, question: str, contexts, max_new_tokens: int | None = None, stop_at_line_end: bool = True):
+        """(token ids, log-probabilities, prompt tokens): greedy decoding with the KV cache,
+        ending at end of turn / sequence (`stop_ids`) or, with `stop_at_line_end`, at the
+        line break that ends the answer (the answer is the first line: tokens after it
+        would be thrown away)."""
+        from transformers import GenerationConfig, StoppingCriteriaList
 
         n = max_new_tokens or self.max_new_tokens
         enc = self.tokenizer(chat_prompt(self.tokenizer, question, contexts, self.prompt), return_tensors="pt")
@@ -258,7 +274,8 @@ class SmolLM2(Variants, AnswerModel):
         config = GenerationConfig(max_new_tokens=n, do_sample=False, num_beams=1, use_cache=True,
                                   eos_token_id=self.eos, pad_token_id=self.eos[0],
                                   output_logits=True, return_dict_in_generate=True)
-        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+        stops = StoppingCriteriaList([LineEnd(self.tokenizer, ids.shape[1])] if stop_at_line_end else [])
+        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config, stopping_criteria=stops)
         new = out.sequences[0, ids.shape[1]:].tolist()
         logps = [float(torch.log_softmax(step[0].float(), -1)[t]) for step, t in zip(out.logits, new)]
         return new, logps, int(ids.shape[1])
