@@ -17,9 +17,10 @@ component registry the program runs with):
   precision?, passages?, sentences?, context_chars?, layers?}>`: an answer by a model
   (an extractive reader, a causal LM, an endpoint) from the contexts, cut to the first
   `passages` passages, the `sentences` sentences of each sharing most words with the
-  question, and `context_chars` characters each; `precision` (f32, bf16, f16) is
-  the compute type of local models; `layers` = k runs the model's first k decoder
-  layers (a trained early exit); absent = uncut / the model's own;
+  question, and `context_chars` characters each; `precision` (a type of
+  `approx_dialect.precision.PRECISIONS`) is the compute type of local models;
+  `layers` = k runs the model's first k decoder layers (a trained early exit);
+  absent = uncut / the model's own;
 - `component.embed(%text) <{component, encoder, precision?, dims?}>`: an embedding
   (the first `dims` dimensions, renormalised);
 - `component.retrieve(%query) <{component, retriever, top_k, preprocess?, terms?,
@@ -41,9 +42,6 @@ from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
     IntegerAttr,
     StringAttr,
     SymbolRefAttr,
@@ -57,10 +55,8 @@ from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_d
 from xdsl.utils.exceptions import VerifyException
 
 from approx_dialect.annotations import AnnotationOp
+from approx_dialect.precision import PRECISIONS, ir_names, is_precision
 from approx_dialect.pyobj import OBJ, ObjType
-
-PRECISION_TYPES: dict[type, str] = {Float32Type: "float32", BFloat16Type: "bfloat16", Float16Type: "float16"}
-"""Compute types of a component's `precision` attribute, with torch's names for them."""
 
 
 class ComponentOp(IRDLOperation):
@@ -92,8 +88,8 @@ class ComponentOp(IRDLOperation):
             if not isinstance(attr, IntegerAttr) or attr.value.data < low:
                 raise VerifyException(f"{self.name} '{name}' must be an integer >= {low}, got {attr}")
         precision = self.properties.get("precision")
-        if precision is not None and type(precision) not in PRECISION_TYPES:
-            raise VerifyException(f"{self.name} 'precision' must be f32, bf16 or f16, got {precision}")
+        if precision is not None and not is_precision(precision):
+            raise VerifyException(f"{self.name} 'precision' must be {ir_names()}, got {precision}")
         for v in [*self.operands, *self.results]:
             if not isinstance(v.type, ObjType) and v.type != f64:
                 raise VerifyException(f"{self.name} takes and returns !pyobj.obj, got {v.type}")
@@ -208,8 +204,9 @@ COMPONENT_TRANSFORMS: dict[str, tuple[str, str]] = {
     "func_substitute": ("`generate`: model; `embed`: encoder; `retrieve`: retriever; `tool_call`: tools, router",
                         "k calls the cheaper provider values[k-1] (a symbol of the registry); 0 the written one"),
     "precision_reduce": ("`generate`, `embed`, `retrieve`: precision",
-                         "k computes in values[k-1] (f32, bf16, f16: torch's float32, bfloat16, float16; for a "
-                         "retriever its similarity kernel); 0 as written (absent: the provider's own)"),
+                         f"k computes in values[k-1] ({', '.join(p.ir for p in PRECISIONS)}: torch's "
+                         f"{', '.join(p.backend for p in PRECISIONS)}; for a retriever its similarity kernel); "
+                         "0 as written (absent: the provider's own)"),
     "memoize": ("every component op: cache",
                 "k keeps the results of the last values[k-1] distinct inputs (attributes and operands); 0 no cache"),
     "task_skipping": ("every component op (values: none; the parameter only names the knob)",
@@ -231,8 +228,8 @@ def _value_kind_error(transform: str, parameter: str, values: ArrayAttr) -> str 
         return None if ok else (f"func_substitute swaps one of {', '.join(SYMBOL_PARAMETERS)}; "
                                 "values are symbols (@name)")
     if transform == "precision_reduce":
-        ok = parameter == "precision" and all(type(v) in PRECISION_TYPES for v in vals)
-        return None if ok else "precision_reduce sets 'precision'; values are f32, bf16 or f16"
+        ok = parameter == "precision" and all(is_precision(v) for v in vals)
+        return None if ok else f"precision_reduce sets 'precision'; values are {ir_names()}"
     if transform == "task_skipping":
         return None if not vals else "task_skipping takes no values (knob 1 skips the step)"
     if transform == "cascade":

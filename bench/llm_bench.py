@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from autotuner.metrics import containment  # noqa: E402
 from examples import squad  # noqa: E402
-from examples.systems.common import one_thread  # noqa: E402
+from examples.systems.common import SMOLLM_ADAPTER, one_thread  # noqa: E402
 
 EXACT = dict(precision="float32", max_new_tokens=16, passages=3, layers=30)
 VARIANTS = {"bfloat16": dict(precision="bfloat16"), "8 new tokens": dict(max_new_tokens=8),
@@ -44,7 +44,7 @@ def main() -> None:
     from frontends.components.llm.smollm import SmolLM2
     from frontends.components.retrieval import Bm25Retriever
 
-    lm = SmolLM2.load()
+    lm = SmolLM2.load(SMOLLM_ADAPTER)
     search = Bm25Retriever(squad.paragraphs(), top_k=3).build()
     qs, _ = squad.sample_questions(args.questions, args.seed)
     runs = {"exact": EXACT, **{name: {**EXACT, **change} for name, change in VARIANTS.items()}}

@@ -59,6 +59,7 @@ class ModuleBuilder:
         self._active: set[tuple] = set()
         self.components: dict[str, object] = {}  # the component registry: symbol -> provider
         self._labels: dict[str, object] = {}  # component label -> the first component declaring it
+        self._declared: list = []  # every component called, once
         self.orchestration: dict[int, str] = {}  # decorated orchestration callee -> its symbol
 
     def symbol(self, base: str, exact: bool = False) -> str:
@@ -88,6 +89,8 @@ class ModuleBuilder:
         """Register a called component: its providers, and on the first call of its
         label its knobs (annotations naming `func_name`). Components sharing a label
         share its knobs, so they must declare the same ones."""
+        if all(c is not comp for c in self._declared):
+            self._declared.append(comp)
         first = self._labels.setdefault(comp.label, comp)
         if first is comp and not any(a.name == "approx.util.annotation.component" and a.component.data == comp.label
                                      for a in self.annotations):
@@ -120,6 +123,9 @@ class ModuleBuilder:
         return symbol
 
     def module(self) -> ModuleOp:
+        from frontends.components.declare import check_knobs
+
+        check_knobs(self._declared)
         return ModuleOp([*self.annotations, *self.functions])
 
     # ------------------------------------------------------------ kernel helpers

@@ -22,6 +22,7 @@ from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
 from approx_opt.parsing import parse_module
 from frontends.build import ModuleBuilder, emit_annotations
+from frontends.components.runtime import Reuse
 from frontends.knob_config import Decorated, KnobConfig, KnobError
 from frontends.source import MISSING, FunctionSource
 from passes.knobs import KnobSpec, apply_config, knob_specs
@@ -84,6 +85,7 @@ class KnobFunction(Decorated):
         self._runner: _Runner | None = None
         self._fast = None
         self._components: dict = {}  # the component registry of the lowered module (symbol -> provider)
+        self.reuse = Reuse()  # results its configurations' untimed passes may reuse (`Reuse.keep`)
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
@@ -326,7 +328,7 @@ class KnobFunction(Decorated):
             from frontends.components.runtime import ComponentRuntime
             from frontends.pygen import generate
 
-            runtime = ComponentRuntime(self._components) if self._components else None
+            runtime = ComponentRuntime(self._components, self.reuse) if self._components else None
             fn = generate(parse_module(lowered), env, self.python.__qualname__, runtime).fn(entry)
             contract = self.knob_config.safety_contract
             return _recovering(fn, contract.recover, self.name) if contract is not None else fn

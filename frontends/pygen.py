@@ -268,15 +268,12 @@ class _Generator:
                 self.consts.append(tuple(k))
                 args.append(f"**dict(zip(K[{len(self.consts) - 1}], ({', '.join(kws)},)))")
             return f"E[{self._entry(op, op.callee.value.data)}]({', '.join(args)})"
-        if isinstance(op, ComponentOp):
-            from frontends.components.runtime import ComponentRuntime
+        if isinstance(op, ComponentOp | ConfidenceOp):
+            from frontends.components.settings import settings_of
 
             self.uses_components = True
-            self.consts.append(ComponentRuntime.settings(op.properties))
+            self.consts.append(settings_of(op.name, dict(op.properties)))
             return f"R.run({op.name!r}, K[{len(self.consts) - 1}], {', '.join(a)})"
-        if isinstance(op, ConfidenceOp):
-            self.uses_components = True
-            return f"R.confidence({a[0]})"
         if isinstance(op, BoxOp):
             return a[0]
         if isinstance(op, UnboxOp):

@@ -12,6 +12,7 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from autotuner.metrics import containment
 from examples import squad
+from examples.systems.common import SMOLLM_ADAPTER
 from frontends import Knob
 from frontends.components.declare import Generate, Tune
 from frontends.components.llm.smollm import SmolLM2, load_adapter
@@ -26,7 +27,7 @@ def lm():
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield SmolLM2.load()
+    yield SmolLM2.load(SMOLLM_ADAPTER)
     torch.set_num_threads(before)
 
 
@@ -123,7 +124,7 @@ def test_cascade_with_the_extractive_reader(lm, questions):
 def test_errors_are_one_line(lm, tmp_path):
     with pytest.raises(ApproxError, match=r"early exit needs a depth in 1\.\.30, got 0"):
         lm.with_layers(0)
-    with pytest.raises(ApproxError, match="precision must be one of"):
+    with pytest.raises(ApproxError, match="precision must be float32, bfloat16 or float16"):
         lm.with_precision("int4")
     bad = tmp_path / "adapter.npz"
     bad.write_bytes(b"not a zip")
@@ -145,3 +146,17 @@ def test_loading_leaves_the_callers_transformers_verbosity(tmp_path):
         assert logging.get_verbosity() == logging.INFO
     finally:
         logging.set_verbosity(before)
+
+
+def test_the_line_end_stop_keeps_the_answers(lm, questions):
+    """Decoding ends at the answer's end (end of turn, or the line break before the
+    rest `first_line` drops): the answer is the same as decoding on, and its tokens
+    are the first of the longer decoding's."""
+    from frontends.components.llm.base import first_line
+
+    for q, ctx in questions:
+        stopped, _, _ = lm.generate(q.question, ctx, 2 * TOKENS)
+        full, _, _ = lm.generate(q.question, ctx, 2 * TOKENS, stop_at_line_end=False)
+        assert full[:len(stopped)] == stopped
+        assert first_line(lm.tokenizer.decode(stopped, skip_special_tokens=True)) == \
+            first_line(lm.tokenizer.decode(full, skip_special_tokens=True))

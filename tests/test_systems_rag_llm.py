@@ -16,7 +16,6 @@ from approx_opt.main import list_knobs
 from examples import squad
 from examples.systems import common, rag_bm25, rag_dense
 from examples.systems.rag_program import llm_precisions
-from frontends.components.runtime import reuse_counts
 
 STEP = 69
 BM25_QUESTIONS = ["What is Southern California often abbreviated as?"]
@@ -81,11 +80,11 @@ def test_untimed_passes_reuse_answers_timed_passes_run(bm25):
     run = bm25.build({"read": {"knob_val": 3}})
     q = BM25_QUESTIONS[0]
     first = run(q)
-    before = reuse_counts()
+    before = bm25.reuse_counts()
     assert run(q) == first
-    after_timed = reuse_counts()
+    after_timed = bm25.reuse_counts()
     assert after_timed["run"] == before["run"] + 1 and after_timed["reused"] == before["reused"]
     with bm25.untimed():
         assert run(q) == first
-    after_untimed = reuse_counts()
+    after_untimed = bm25.reuse_counts()
     assert after_untimed["run"] == after_timed["run"] and after_untimed["reused"] == after_timed["reused"] + 1

@@ -12,6 +12,7 @@ from autotuner.metrics import Metric, containment, token_f1
 from examples import squad
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
+SMOLLM_ADAPTER = MODELS / "smollm2_lora.npz"  # SmolLM2's adapters for SQuAD answers (examples/train_llm.py)
 NARROW = {"answer.precision": [0, 1]}  # float16 (value 2) runs 4x slower than float32 on these CPUs (no fp16 units)
 
 
@@ -56,7 +57,7 @@ def smollm():
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
-    return SmolLM2.load()
+    return SmolLM2.load(SMOLLM_ADAPTER)
 
 
 def reuse_answers(llm: bool) -> bool:

@@ -55,9 +55,7 @@ class SystemProgram:
         self.name, self.program, self.model = name, program, model
         self.reuse = tuple(reuse)
         if self.reuse:
-            from frontends.components.runtime import reuse_results
-
-            reuse_results(self.reuse)
+            program.reuse.keep(self.reuse)
         self.deadline: float | None = None
         self._lock = threading.Lock()  # the tuner may build from several threads
 
@@ -77,14 +75,16 @@ class SystemProgram:
         """The program's IR: annotated, or after the pipeline with `config`."""
         return self.program.ir(after=after, config=config)
 
+    def reuse_counts(self) -> dict[str, int]:
+        """{'reused': untimed calls answered from kept results, 'run': calls run and kept}."""
+        return self.program.reuse.counts()
+
     def untimed(self):
         """The context of the tuner's untimed (QoS) passes: with `reuse`, an answer op
         called as before (same model, attributes, question and passages) returns the
         earlier answer (greedy decoding on one thread: the same text) instead of
         generating it again; timed passes still run every call."""
-        from frontends.components.runtime import reusing
-
-        return reusing() if self.reuse else contextlib.nullcontext()
+        return self.program.reuse.reading() if self.reuse else contextlib.nullcontext()
 
 
 def program_attribute(module: str, build: Callable[[], SystemProgram]) -> Callable[[str], SystemProgram]:

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.retrieval import MiniLMEncoder
+from frontends.components.variants import Variants
 
 LAYERS = (5, 4)
 
@@ -49,32 +50,33 @@ class _Variant(MiniLMEncoder):
         self._model = _Float32Out(model.to(torch.bfloat16)) if self.bf16 else model
 
 
-class QueryEncoder:
+class QueryEncoder(Variants):
     """The question's encoder as a component provider (`component.embed`): the first
-    `layers` of all-MiniLM-L6-v2's 6, in `precision`; variants share the base model's
-    weights and tokenizer, and one table of built variants."""
+    `n_layers` of all-MiniLM-L6-v2's 6 (`first_layers`: a provider of its own, for
+    func_substitute), in float32 or (a variant) bfloat16; all share the base model's
+    tokenizer."""
 
-    def __init__(self, encoder: MiniLMEncoder, layers: int = 6, precision: str = "float32",
-                 variants: dict | None = None):
-        self.encoder, self.layers, self.precision = encoder, layers, precision
-        self.name = f"minilm_l{layers}"
-        self._variants = variants if variants is not None else {}
+    supports = frozenset({"precision"})
 
-    def with_layers(self, layers: int) -> "QueryEncoder":
-        return QueryEncoder(self.encoder, layers, self.precision, self._variants)
+    def __init__(self, encoder: MiniLMEncoder, n_layers: int = 6):
+        self.encoder, self.n_layers = encoder, n_layers
+        self.name = f"minilm_l{n_layers}"
+        self._model: MiniLMEncoder | None = None
 
-    def with_precision(self, precision: str) -> "QueryEncoder":
-        if precision not in ("float32", "bfloat16"):
+    def first_layers(self, n_layers: int) -> "QueryEncoder":
+        return QueryEncoder(self.encoder, n_layers)
+
+    def build_variant(self, precision: str, layers: int | None) -> "QueryEncoder":
+        if precision != "bfloat16":
             raise ApproxError(f"the query encoder runs in float32 or bfloat16, not {precision}", where=self.name)
-        return QueryEncoder(self.encoder, self.layers, precision, self._variants)
+        return QueryEncoder(self.encoder, self.n_layers)
 
     def model(self) -> MiniLMEncoder:
-        key = (self.layers, self.precision == "bfloat16")
-        if key == (6, False):
+        if (self.n_layers, self.precision) == (6, "float32"):
             return self.encoder
-        if key not in self._variants:
-            self._variants[key] = _Variant(self.encoder, *key)
-        return self._variants[key]
+        if self._model is None:
+            self._model = _Variant(self.encoder, self.n_layers, self.precision == "bfloat16")
+        return self._model
 
     def embed(self, texts):
         return self.model().embed(texts)

@@ -56,7 +56,7 @@ def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSyste
     corpus = tuple(corpus or squad.paragraphs())
     retriever = DenseRetriever(corpus, top_k=TOP_K)
     encoder = QueryEncoder(retriever.encoder)
-    query = Embed("query", encoder, tune=[Tune.substitute("encoder", *[encoder.with_layers(n) for n in LAYERS]),
+    query = Embed("query", encoder, tune=[Tune.substitute("encoder", *[encoder.first_layers(n) for n in LAYERS]),
                                           Tune.precision("bfloat16")])
     dense = Retrieve("dense", retriever, top_k=TOP_K,
                      tune=[Tune.param("top_k", 2, 1), Tune.param("dims", *KERNEL_VALUES),

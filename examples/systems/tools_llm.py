@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import Answer, AnswerModel
 from frontends.components.tools.bfcl import format_calls, parse_calls
+from frontends.components.variants import Variants
 
 INSTRUCTION = ("Write the function calls that do what the request asks, as a Python list of calls with "
                "keyword arguments, on one line.")
@@ -96,11 +97,13 @@ def calls_of(answer) -> list[dict]:
         return []
 
 
-class ReaderFiller(AnswerModel):
+class ReaderFiller(Variants, AnswerModel):
     """The extractive reader and cue words filling the arguments of the routed
     function (`contexts[0]`), as an answer model: text = the calls in BFCL's
     syntax, confidence = the reader's (the smallest, over the asked parameters,
     probability of the best candidate)."""
+
+    supports = frozenset({"precision"})
 
     def __init__(self, scorer):
         from examples.systems.tools_reader import ArgumentReader
@@ -108,8 +111,8 @@ class ReaderFiller(AnswerModel):
         self.scorer, self.reader = scorer, ArgumentReader(scorer)
         self.name = f"filler_{self.reader.name}"
 
-    def with_precision(self, precision: str) -> "ReaderFiller":
-        return ReaderFiller(self.scorer.with_precision(precision))
+    def build_variant(self, precision: str, layers: int | None) -> "ReaderFiller":
+        return ReaderFiller(self.scorer.variant(precision))
 
     def _answer(self, question: str, contexts: list, max_new_tokens: int | None) -> Answer:
         from examples.systems.tools_fill import fill_scored

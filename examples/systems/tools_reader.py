@@ -25,26 +25,23 @@ from pathlib import Path
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.variants import Variants
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 THRESHOLDS = (0.0, 0.3, 0.5, 0.7, 0.9)  # 0.0: the fast reader alone
 READER_GROUPS = (("string", "str_list"), ("int", "float", "num_list"))  # the reader op's contexts: strings first
 
 
-class SpanScorer:
+class SpanScorer(Variants):
     """log p(start) + log p(end) of character spans of one context, for several questions."""
+
+    supports = frozenset({"precision"})
 
     def __init__(self, reader):
         self.reader, self.name = reader, reader.name
-        self._variants = {"float32": self}
 
-    def with_precision(self, precision: str) -> SpanScorer:
-        """The same reader computing in `precision` (ExtractiveReader.with_precision; made once)."""
-        if precision not in self._variants:
-            other = SpanScorer(self.reader.with_precision(precision))
-            other._variants = self._variants
-            self._variants[precision] = other
-        return self._variants[precision]
+    def build_variant(self, precision: str, layers: int | None) -> SpanScorer:
+        return SpanScorer(self.reader.variant(precision))
 
     @classmethod
     def load(cls, which: str) -> SpanScorer:
@@ -105,16 +102,22 @@ class SpanScores:
     confidence: float
 
 
-class ArgumentReader:
+class ArgumentReader(Variants):
     """A scorer as the answer model of `component.generate(%request, %kinds)`: the
     request is (question, function), the contexts are the groups of parameter kinds
     to ask about (`passages = 1`: the first group only). Named like its scorer."""
 
-    def __init__(self, scorer: SpanScorer):
-        self.scorer, self.name = scorer, scorer.name.split("[")[0]
+    supports = frozenset({"precision"})
 
-    def with_precision(self, precision: str) -> "ArgumentReader":
-        return ArgumentReader(self.scorer.with_precision(precision))
+    def __init__(self, scorer: SpanScorer):
+        self.scorer, self.name = scorer, scorer.name
+
+    def build_variant(self, precision: str, layers: int | None) -> ArgumentReader:
+        return ArgumentReader(self.scorer.variant(precision))
+
+    def answer_with(self, request, kind_groups, settings) -> SpanScores:
+        """`answer` by the variant of the op's settings (its precision)."""
+        return self.variant_for(settings).answer(request, kind_groups)
 
     def answer(self, request, kind_groups, max_new_tokens=None) -> SpanScores:
         from examples.systems.tools_fill import reader_questions

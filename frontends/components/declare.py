@@ -37,7 +37,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from approx_dialect.component import (
-    PRECISION_TYPES,
     AnnotationComponentOp,
     ComponentOp,
     EmbedOp,
@@ -46,9 +45,9 @@ from approx_dialect.component import (
     ToolCallOp,
 )
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.precision import attr_of
 from approx_dialect.pyobj import OBJ, ConstOp
-
-PRECISION_ATTRS = {name: t() for t, name in PRECISION_TYPES.items()}  # torch name -> the op's float type
+from frontends.components.settings import check_supported, settings_of
 
 
 def provider_name(provider) -> str:
@@ -109,10 +108,7 @@ def attribute(parameter: str, value) -> Attribute:
     """A Python setting as the op's attribute: providers as symbols, precision names
     as float types, numbers as i64."""
     if parameter == "precision":
-        if value not in PRECISION_ATTRS:
-            raise ApproxError(f"precision must be one of {', '.join(PRECISION_ATTRS)}, got {value!r}",
-                              where="<component>")
-        return PRECISION_ATTRS[value]
+        return attr_of(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return IntegerAttr(value, i64)
     return SymbolRefAttr(provider_name(value))
@@ -138,10 +134,17 @@ class Component:
         names = [t.parameter for t in self.tune]
         if len(set(names)) != len(names):
             raise ApproxError(f"component '{self.label}' tunes a parameter twice: {names}", where="<component>")
+        for k, v in self.attributes.items():
+            if v is not None:
+                check_supported(self.OP.name, k, [self.provider], self.label)
+
+    def providers(self) -> list:
+        """The providers that may run this component's op: its own, then those its knobs substitute."""
+        return [self.provider, *[p for t in self.tune for p in t.providers()]]
 
     def registry(self) -> dict[str, Any]:
         """Symbol -> provider for every provider this component may call."""
-        providers = [self.provider, *[p for t in self.tune for p in t.providers()]]
+        providers = self.providers()
         if "router" in self.attributes:
             providers.append(self.attributes["router"])
         return {provider_name(p): p for p in providers}
@@ -165,11 +168,24 @@ class Component:
         from frontends.components.runtime import ComponentRuntime
 
         op = self.op([ConstOp(UnitAttr()).result for _ in args])  # placeholders: only its attributes are read
-        runtime = ComponentRuntime(self.registry())
-        return runtime.run(op.name, runtime.settings(op.properties), *args)
+        return ComponentRuntime(self.registry()).run(op.name, settings_of(op.name, op.properties), *args)
 
     def __hash__(self) -> int:
         return id(self)
+
+
+def check_knobs(components: Sequence[Component]) -> None:
+    """Refuse a knob that changes nothing: one setting (param, precision_reduce) that
+    no provider of the ops of its label supports (components sharing a label share
+    its knobs, so a knob may serve the op of one and not of its cheap twin)."""
+    by_label: dict[str, list[Component]] = {}
+    for comp in components:
+        by_label.setdefault(comp.label, []).append(comp)
+    for label, comps in by_label.items():
+        providers = [p for c in comps for p in c.providers()]
+        for t in comps[0].tune:
+            if t.transform_type in ("param", "precision_reduce"):
+                check_supported(comps[0].OP.name, t.parameter, providers, label)
 
 
 class Generate(Component):

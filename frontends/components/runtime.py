@@ -1,67 +1,113 @@
 """What runs a component op: the Python generated from transformed IR calls
-`R.run(op name, settings, *operands)`, where `settings` are the op's attributes
-(symbols as registry names, float types as torch precision names) and `R` holds the
-component registry (symbol -> provider). One implementation per op, so what an
-attribute means is decided here and nowhere else:
+`R.run(op name, settings, *operands)`, where `settings` is the op's frozen settings
+object (`frontends.components.settings`: symbols as registry names, precision
+types as backend names) and `R` holds the component registry (symbol ->
+provider). One implementation per op, registered with `@implements(OpClass)`
+(a new op is one registration), so what a setting means is decided here and
+nowhere else:
 
-- generate: the contexts are cut (`sentences`, then `passages` and `context_chars`,
-  `frontends.components.llm.base`), the model computes in `precision`
-  (`with_precision`) with its first `layers` layers (`with_layers`),
-  `model.answer(question, contexts, max_new_tokens)`;
-- embed: `encoder.embed([text])[0]` in `precision`, the first `dims`
-  dimensions renormalised;
-- retrieve: `retriever.search(query, top_k, **the op's other attributes)`
-  (preprocess, terms, docs, dims, precision: those the retriever has);
+- generate: the contexts are cut (`GenerateSettings.cut`), then
+  `model.answer_with(question, contexts, settings)` (the model's variant for
+  `precision` and `layers`, at most `max_new_tokens`);
+- embed: `encoder.embed([text])[0]` by the encoder's variant for `precision`,
+  the first `dims` dimensions renormalised;
+- retrieve: `retriever.search(query, top_k, **the settings it applies)`
+  (preprocess, terms, docs, dims, precision: those the retriever supports);
 - tool_call: `tools.call(request, router)` with the router's provider;
 - confidence: the answer's confidence (an error when the model gives none);
 - `cache = n` on any op: results are kept for the last n distinct inputs.
+A provider gets the settings it `supports` (a knob of a component label may
+also rewrite a cheaper stage or twin that lacks it; the declaration refused any
+setting no provider of the label has).
 
-Reuse while measuring (`reuse_results`, `reusing`): a costly program's answers
-are deterministic (greedy decoding, one torch thread), so the autotuner's untimed
-pass (the one that gives a configuration's QoS) may take the result of a call of
-the given providers (its answer models) from an earlier call with the same
-attributes and operands, in any configuration
-(the exact program's answer where an approximate one escalates to the same call,
-a variant that decides exact on a question, the slice of a staged evaluation).
-Timed passes never read these results: they run every call.
+Reuse while measuring (`Reuse`, held by each decorated program and shared by the
+runtimes of its configurations): a costly program's answers are deterministic
+(greedy decoding, one torch thread), so the autotuner's untimed pass (the one
+that gives a configuration's QoS) may take the result of a call of the given
+providers (its answer models) from an earlier call with the same attributes and
+operands, in any configuration (the exact program's answer where an approximate
+one escalates to the same call, a variant that decides exact on a question, the
+slice of a staged evaluation). Timed passes never read these results: they run
+every call.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, SymbolRefAttr
-from xdsl.ir import Attribute
+from xdsl.ir import Operation
 
-from approx_dialect.component import PRECISION_TYPES
+from approx_dialect.component import ConfidenceOp, EmbedOp, GenerateOp, RetrieveOp, ToolCallOp
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.settings import (
+    EmbedSettings,
+    GenerateSettings,
+    RetrieveSettings,
+    Settings,
+    ToolCallSettings,
+)
+
+_IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {}
+
+
+def implements(op: type[Operation]) -> Callable:
+    """Register `fn(runtime, settings, *operands)` as what runs `op`."""
+    def register(fn: Callable) -> Callable:
+        _IMPLEMENTATIONS[op.name] = fn
+        return fn
+
+    return register
+
+
+class Reuse:
+    """The results one program keeps for its untimed passes: those of calls whose
+    providers are all among `keep`'s (none: nothing is kept)."""
+
+    def __init__(self):
+        self.providers: frozenset[int] = frozenset()  # ids of the providers whose calls are kept
+        self.size = 0
+        self.results: OrderedDict = OrderedDict()
+        self.hits = self.calls = 0
+        self._reading = False
+
+    def keep(self, providers=(), size: int = 100_000) -> None:
+        """Keep the results of calls of ops whose providers (models, ...) are all among
+        `providers` (the last `size` calls), for `reading`; none: keep nothing and forget
+        what was kept. Only for deterministic providers."""
+        self.providers, self.size = frozenset(id(p) for p in providers), size
+        self.results.clear()
+        self.hits = self.calls = 0
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Within: a kept call returns the kept result instead of running (an untimed
+        pass: its outputs are the same, its cost is not measured)."""
+        before, self._reading = self._reading, True
+        try:
+            yield
+        finally:
+            self._reading = before
+
+    def is_reading(self) -> bool:
+        return self._reading
+
+    def counts(self) -> dict[str, int]:
+        """{'reused': calls answered from kept results, 'run': calls run and kept}."""
+        return {"reused": self.hits, "run": self.calls}
 
 
 class ComponentRuntime:
-    """The registry of one program's providers, and the op implementations."""
+    """The registry of one program's providers (a configuration's), its result
+    caches, and the program's `reuse` table (none: nothing is reused)."""
 
-    def __init__(self, registry: dict[str, Any]):
+    def __init__(self, registry: dict[str, Any], reuse: Reuse | None = None):
         self.registry = dict(registry)
+        self.reuse = reuse if reuse is not None else Reuse()
         self._caches: dict[tuple, OrderedDict] = {}
-
-    @staticmethod
-    def settings(properties: dict[str, Attribute]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for k, v in properties.items():
-            if isinstance(v, SymbolRefAttr):
-                out[k] = v.root_reference.data
-            elif isinstance(v, IntegerAttr):
-                out[k] = int(v.value.data)
-            elif isinstance(v, StringAttr):
-                out[k] = v.data
-            elif type(v) in PRECISION_TYPES:
-                out[k] = PRECISION_TYPES[type(v)]
-            else:
-                raise ApproxError(f"component attribute {k} = {v} has no runtime meaning")
-        return out
 
     def provider(self, name: str, op: str):
         try:
@@ -71,38 +117,37 @@ class ComponentRuntime:
             raise ApproxError(f"{op}: component @{name} is not in the registry (registered: {known})",
                               where="<components>") from None
 
-    def run(self, op: str, settings: dict[str, Any], *args):
-        if _REUSE.providers:
-            providers = tuple(id(self.registry[v]) for v in settings.values()
-                              if isinstance(v, str) and v in self.registry)
-            if providers and all(p in _REUSE.providers for p in providers):
+    def run(self, op: str, settings: Settings, *args):
+        if self.reuse.providers:
+            providers = tuple(id(self.registry[v]) for v in settings.providers() if v in self.registry)
+            if providers and all(p in self.reuse.providers for p in providers):
                 return self._reused(op, settings, providers, args)
         return self._cached(op, settings, args)
 
-    def _reused(self, op: str, settings: dict[str, Any], providers: tuple, args: tuple):
-        key = _hashable(args)
+    def _reused(self, op: str, settings: Settings, providers: tuple, args: tuple):
+        reuse, key = self.reuse, _hashable(args)
         if key is None:
             return self._cached(op, settings, args)
-        key = (op, tuple(sorted(settings.items())), providers, key)
-        if _REUSE.reading and key in _REUSE.results:
-            if op == "component.generate":
+        key = (op, settings, providers, key)
+        if reuse.is_reading() and key in reuse.results:
+            if isinstance(settings, GenerateSettings):
                 self.model(settings)  # a variant of the model is built here, as the call would, not in a timed pass
-            _REUSE.hits += 1
-            return _REUSE.results[key]
-        result = _REUSE.results[key] = self._cached(op, settings, args)
-        _REUSE.calls += 1
-        while len(_REUSE.results) > _REUSE.size:
-            _REUSE.results.popitem(last=False)
+            reuse.hits += 1
+            return reuse.results[key]
+        result = reuse.results[key] = self._cached(op, settings, args)
+        reuse.calls += 1
+        while len(reuse.results) > reuse.size:
+            reuse.results.popitem(last=False)
         return result
 
-    def _cached(self, op: str, settings: dict[str, Any], args: tuple):
-        size = settings.get("cache")
+    def _cached(self, op: str, settings: Settings, args: tuple):
+        size = settings.cache
         if not size:
             return self._run(op, settings, args)
         key = _hashable(args)
         if key is None:
             return self._run(op, settings, args)
-        table = self._caches.setdefault((op, tuple(sorted(settings.items()))), OrderedDict())
+        table = self._caches.setdefault((op, settings), OrderedDict())
         if key in table:
             table.move_to_end(key)
             return table[key]
@@ -111,101 +156,55 @@ class ComponentRuntime:
             table.popitem(last=False)
         return result
 
-    def _run(self, op: str, s: dict[str, Any], args: tuple):
-        if op == "component.generate":
-            return self.generate(s, *args)
-        if op == "component.embed":
-            return self.embed(s, *args)
-        if op == "component.retrieve":
-            return self.retrieve(s, *args)
-        if op == "component.tool_call":
-            return self.tool_call(s, *args)
-        raise ApproxError(f"no runtime for '{op}'", where="<components>")
+    def _run(self, op: str, settings: Settings, args: tuple):
+        impl = _IMPLEMENTATIONS.get(op)
+        if impl is None:
+            raise ApproxError(f"no runtime for '{op}'", where="<components>")
+        return impl(self, settings, *args)
 
-    def model(self, s: dict[str, Any]):
-        """The model a generate op with settings `s` calls (its precision and depth)."""
-        model = self.provider(s["model"], "component.generate")
-        if s.get("precision"):
-            model = model.with_precision(s["precision"])
-        if s.get("layers"):
-            model = model.with_layers(s["layers"])
-        return model
-
-    def generate(self, s: dict[str, Any], question, contexts):
-        from frontends.components.llm.base import limit_contexts, select_sentences
-
-        model = self.model(s)
-        if s.get("sentences"):
-            contexts = select_sentences(question, contexts, s["sentences"])
-        if s.get("passages") or s.get("context_chars"):
-            contexts = limit_contexts(contexts, s.get("passages"), s.get("context_chars"))
-        return model.answer(question, contexts, s.get("max_new_tokens"))
-
-    def embed(self, s: dict[str, Any], text):
-        encoder = self.provider(s["encoder"], "component.embed")
-        if s.get("precision"):
-            encoder = encoder.with_precision(s["precision"])
-        v = np.asarray(encoder.embed([text])[0])
-        if s.get("dims"):
-            v = v[: s["dims"]]
-            v = v / max(float(np.linalg.norm(v)), 1e-12)
-        return v
-
-    def retrieve(self, s: dict[str, Any], query):
-        retriever = self.provider(s["retriever"], "component.retrieve")
-        extra = {k: s[k] for k in ("preprocess", "terms", "docs", "dims", "precision") if k in s}
-        return retriever.search(query, s["top_k"], **extra)
-
-    def tool_call(self, s: dict[str, Any], request):
-        tools = self.provider(s["tools"], "component.tool_call")
-        return tools.call(request, self.provider(s["router"], "component.tool_call"))
-
-    @staticmethod
-    def confidence(answer) -> float:
-        c = getattr(answer, "confidence", None)
-        if c is None:
-            raise ApproxError(f"cascade: the answer of '{getattr(answer, 'model', '?')}' gives no confidence "
-                              "to compare with the threshold", where="<components>")
-        return float(c)
+    def model(self, s: GenerateSettings):
+        """The model a generate op with settings `s` calls (its variant for precision and layers)."""
+        model = self.provider(s.model, s.OP)
+        return model.variant_for(s.for_provider(model))
 
 
-class _Reuse:
-    """The results kept for untimed passes (process-wide: every build of a program shares them)."""
-
-    def __init__(self):
-        self.providers: frozenset[int] = frozenset()  # ids of the providers whose calls are kept
-        self.reading = False
-        self.size = 0
-        self.results: OrderedDict = OrderedDict()
-        self.hits = self.calls = 0
+@implements(GenerateOp)
+def generate(runtime: ComponentRuntime, s: GenerateSettings, question, contexts):
+    model = runtime.provider(s.model, s.OP)
+    return model.answer_with(question, s.cut(question, contexts), s.for_provider(model))
 
 
-_REUSE = _Reuse()
+@implements(EmbedOp)
+def embed(runtime: ComponentRuntime, s: EmbedSettings, text):
+    encoder = runtime.provider(s.encoder, s.OP)
+    if s.for_provider(encoder).precision:
+        encoder = encoder.variant_for(s)
+    v = np.asarray(encoder.embed([text])[0])
+    if s.dims:
+        v = v[: s.dims]
+        v = v / max(float(np.linalg.norm(v)), 1e-12)
+    return v
 
 
-def reuse_results(providers=(), size: int = 100_000) -> None:
-    """Keep the results of calls of ops whose providers (models, ...) are all among
-    `providers` (the last `size` calls), for `reusing`; none: keep nothing and forget
-    what was kept. Only for deterministic providers."""
-    _REUSE.providers, _REUSE.size = frozenset(id(p) for p in providers), size
-    _REUSE.results.clear()
-    _REUSE.hits = _REUSE.calls = 0
+@implements(RetrieveOp)
+def retrieve(runtime: ComponentRuntime, s: RetrieveSettings, query):
+    retriever = runtime.provider(s.retriever, s.OP)
+    return retriever.search(query, s.top_k, **s.for_provider(retriever).provider_settings())
 
 
-@contextmanager
-def reusing():
-    """Within: a call kept by `reuse_results` returns the kept result instead of running
-    (an untimed pass: its outputs are the same, its cost is not measured)."""
-    before, _REUSE.reading = _REUSE.reading, True
-    try:
-        yield
-    finally:
-        _REUSE.reading = before
+@implements(ToolCallOp)
+def tool_call(runtime: ComponentRuntime, s: ToolCallSettings, request):
+    tools = runtime.provider(s.tools, s.OP)
+    return tools.call(request, runtime.provider(s.router, s.OP))
 
 
-def reuse_counts() -> dict[str, int]:
-    """{'reused': calls answered from kept results, 'run': calls run and kept}."""
-    return {"reused": _REUSE.hits, "run": _REUSE.calls}
+@implements(ConfidenceOp)
+def confidence(runtime: ComponentRuntime, s: Settings, answer) -> float:
+    c = getattr(answer, "confidence", None)
+    if c is None:
+        raise ApproxError(f"cascade: the answer of '{getattr(answer, 'model', '?')}' gives no confidence "
+                          "to compare with the threshold", where="<components>")
+    return float(c)
 
 
 def _hashable(args: tuple):

@@ -7,7 +7,7 @@ transform_type has elsewhere (knob 0 changes nothing: exact):
   characters, dimensions, preprocessing level);
 - `func_substitute`: the provider (model, encoder, retriever, tools, router)
   becomes the cheaper values[k-1];
-- `precision_reduce`: precision = values[k-1] (bf16, f16);
+- `precision_reduce`: precision = values[k-1] (a type of `approx_dialect.precision`);
 - `memoize`: cache = values[k-1] (the call's results are kept for that many inputs);
 - `task_skipping`: k = 1 drops the op; its result is None (`pyobj.const unit`),
   which the program reads as "step skipped" (the parameter only names the knob);

@@ -6,7 +6,6 @@ which is where their knobs live. Heavy imports (torch, transformers, openai) hap
 when a backend is used, not when this package is imported."""
 
 from frontends.components.llm.base import (
-    PRECISIONS,
     Answer,
     AnswerModel,
     build_prompt,
@@ -16,7 +15,7 @@ from frontends.components.llm.base import (
 )
 
 __all__ = [
-    "PRECISIONS", "Answer", "AnswerModel", "build_prompt", "limit_contexts", "select_sentences", "parse_prompt",
+    "Answer", "AnswerModel", "build_prompt", "limit_contexts", "select_sentences", "parse_prompt",
     "ModelCascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
     "SmolLM2",
 ]

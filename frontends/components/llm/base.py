@@ -1,5 +1,6 @@
 """What every answer model shares: the `Answer` it returns, the `AnswerModel`
-interface (`answer(question, contexts, max_new_tokens)`), the prompt format that
+interface (`answer(question, contexts, max_new_tokens)`; `answer_with(question,
+contexts, settings)` for a `component.generate` op), the prompt format that
 generative backends and the OpenAI-compatible server agree on, and the context
 limit (passages, characters) that the context-length knob applies.
 
@@ -17,9 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from approx_dialect.diagnostics import ApproxError
-
-PRECISIONS = ("float32", "bfloat16", "float16")
-"""Precision knob of local torch models: value k uses PRECISIONS[k] (0 = as loaded)."""
 
 
 @dataclass(frozen=True)
@@ -46,9 +44,23 @@ class Answer:
 
 class AnswerModel(ABC):
     """Answers a question from passages. Subclasses implement `_answer`; `answer`
-    times it and records the stage."""
+    times it and records the stage. `supports`: the settings of a generate op
+    (`GenerateSettings.PROVIDER_SETTINGS`) it applies; models with precision or
+    early-exit variants mix in `frontends.components.variants.Variants`."""
 
     name: str = "model"
+    supports: frozenset[str] = frozenset({"max_new_tokens"})
+
+    def answer_with(self, question: str, contexts: Sequence, settings) -> Answer:
+        """The answer under a generate op's settings (contexts already cut): the
+        variant its precision and layers select, at most its max_new_tokens."""
+        return self.variant_for(settings).answer(question, contexts, settings.max_new_tokens)
+
+    def variant_for(self, settings) -> AnswerModel:
+        """The model itself: it has no variants (see `Variants` for models that do)."""
+        if settings.precision is not None or settings.layers is not None:
+            raise ApproxError(f"'{self.name}' has no precision or early-exit variants", where=self.name)
+        return self
 
     def answer(self, question: str, contexts: Sequence[str], max_new_tokens: int | None = None) -> Answer:
         if max_new_tokens is not None and max_new_tokens < 1:
@@ -67,16 +79,6 @@ class AnswerModel(ABC):
     @abstractmethod
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
         """The answer (its `seconds` is filled in by `answer`)."""
-
-    def with_precision(self, precision: str) -> AnswerModel:
-        """This model computing in `precision` (one of PRECISIONS); models without
-        a precision of their own (HTTP endpoints) return themselves."""
-        return self
-
-    def with_layers(self, layers: int) -> AnswerModel:
-        """This model exiting after its first `layers` layers (early exit); models
-        without trained exits (readers, HTTP endpoints) return themselves."""
-        return self
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

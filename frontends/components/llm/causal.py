@@ -18,7 +18,8 @@ import torch
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.hf_loading import quiet_loading
-from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel, build_prompt, first_line
+from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
+from frontends.components.variants import Variants
 
 DEFAULT_MAX_NEW_TOKENS = 32
 
@@ -35,14 +36,14 @@ class Generation:
         return [tokenizer.decode([t]) for t in self.token_ids]
 
 
-class CausalLM(AnswerModel):
+class CausalLM(Variants, AnswerModel):
+    supports = frozenset({"max_new_tokens", "precision"})
+
     def __init__(self, model, tokenizer, name: str = "causal-lm", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
         self.max_new_tokens = max_new_tokens
         eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else model.config.eos_token_id
         self.eos = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
-        self.precision = "float32"
-        self._variants: dict[str, CausalLM] = {"float32": self}
 
     @classmethod
     def from_path(cls, path: str | Path, name: str | None = None, **kw) -> CausalLM:
@@ -59,16 +60,10 @@ class CausalLM(AnswerModel):
             raise ApproxError(f"cannot load the causal LM: {str(err).splitlines()[0]}", where=str(path)) from None
         return cls(model, tok, name or path.name, **kw)
 
-    def with_precision(self, precision: str) -> CausalLM:
-        if precision not in PRECISIONS:
-            raise ApproxError(f"precision must be one of {PRECISIONS}, got {precision!r}", where=self.name)
-        base = self._variants["float32"]
-        if precision not in self._variants:
-            other = copy.copy(base)
-            other.model = copy.deepcopy(base.model).to(getattr(torch, precision))
-            other.precision, other.name = precision, f"{base.name}[{precision}]"
-            self._variants[precision] = other
-        return self._variants[precision]
+    def build_variant(self, precision: str, layers: int | None) -> CausalLM:
+        other = copy.copy(self)
+        other.model = copy.deepcopy(self.model).to(getattr(torch, precision))
+        return other
 
     def context_window(self) -> int | None:
         cfg = self.model.config

