@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import subprocess
 import sys
 import time
@@ -45,8 +46,9 @@ RUNS_PATH = ROOT / "bench" / "results_runs.json"  # per part: the command, commi
 
 def machine() -> str:
     from autotuner import describe_machine
+    from examples.systems.common import device
 
-    return describe_machine()
+    return describe_machine(device())
 
 
 def commit() -> str:
@@ -294,6 +296,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ablate", default="3,6,9", help="QoS-loss levels (percent) whose chosen points are ablated "
                     "(each knob set back to exact, paired; on n-tune held-out inputs); empty: none")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the SmolLM2 systems' LLM runs (cuda: its compiled decode; rows name the GPU, speedups "
+                    "are wall-time ratios)")
     ap.add_argument("--overwrite-quiet", action="store_true",
                     help="let a run that shared its cores with other processes replace a quiet run's row")
     ap.add_argument("--render", action="store_true",
@@ -308,6 +313,7 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     """The parts `args` names, then results.json, results_runs.json and results.md."""
     if args.render:
         return render()
+    os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device(); worker processes inherit it
     parts = [p.strip() for p in (args.only or ",".join([*SYSTEMS, "kernels"])).split(",") if p.strip()]
     unknown = [p for p in parts if p not in (*SYSTEMS, "kernels")]
     if unknown:

@@ -15,6 +15,7 @@ The compiler-only demo (approx-opt and the JIT on one MLIR file) is
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -60,6 +61,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n-eval", type=int, help="held-out questions (default: 5x n-tune; LLM systems: 20)")
     ap.add_argument("--trials", type=int, help="evaluations per mode (static, dynamic)")
     ap.add_argument("--seconds", type=float, help="search time budget, both modes")
+    ap.add_argument("--device", choices=("cpu", "cuda"), help="where the LLM runs (default: cpu; cuda: its compiled "
+                    "decode, speedups as wall-time ratios)")
     ap.add_argument("--verbose", action="store_true", help="show the libraries' own output (Optuna, transformers)")
     args = ap.parse_args(argv)
     with quiet_third_party(args.verbose):
@@ -72,6 +75,8 @@ def demo(args) -> int:
         if getattr(args, k) is None:
             setattr(args, k, v)
     n_eval = args.n_eval or 5 * args.n_tune
+    if args.device:
+        os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device()
 
     from autotuner import describe_machine
     from examples.systems.tuning import ROOT, default_tuning_qos, load_system, most_accurate, tune_system
@@ -99,7 +104,7 @@ def demo(args) -> int:
              if default_tuning_qos(args.system) == "kept" else "loss against the exact program's answers")
           + "; evaluation rows: against the gold answers (the paper's QoS). Exact and approximate runs are timed "
           "side by side (paired), with the 95 % interval in brackets (for a QoS loss: over the held-out "
-          f"questions). Machine: {describe_machine()}.")
+          f"questions). Machine: {describe_machine(os.environ.get('APPROX_DEVICE', 'cpu'))}.")
     best = most_accurate(r, (3, 6, 9))
     if best and best["beats_exact"]:
         print(f"the most accurate configuration measured ({best['mode']}, {best['knobs']}) answers better than the "

@@ -51,13 +51,22 @@ def readers():
             ExtractiveReader.from_path(MODELS / "reader_l6.npz", name="pro"))
 
 
+DEVICE_ENV = "APPROX_DEVICE"  # where the LLM runs: "cpu" (default) or "cuda" (a setting of the run, not a knob)
+
+
+def device() -> str:
+    """The run's device for the LLM (APPROX_DEVICE; worker processes inherit it)."""
+    return os.environ.get(DEVICE_ENV, "cpu")
+
+
 @functools.lru_cache(maxsize=1)
 def smollm():
-    """The fine-tuned SmolLM2-135M-Instruct (examples/models/smollm2_lora.npz), float32."""
+    """The fine-tuned SmolLM2-135M-Instruct (examples/models/smollm2_lora.npz), float32,
+    on `device()` (on CUDA its exact path is the compiled decode)."""
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
-    return SmolLM2.load(SMOLLM_ADAPTER)
+    return SmolLM2.load(SMOLLM_ADAPTER, device=device())
 
 
 def reuse_answers(llm: bool) -> bool:

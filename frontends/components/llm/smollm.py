@@ -45,6 +45,7 @@ CACHE_NAME = "smollm2-135m-instruct-f32"
 ADAPTED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 DEFAULT_MAX_NEW_TOKENS = 16
+GPU_CACHE_TOKENS = 2048  # the static KV cache of the GPU decode: prompt + new tokens of one question
 CHAT_TOKENS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>")
 
 
@@ -237,11 +238,12 @@ class SmolLM2(Variants, AnswerModel):
         self.eos = stop_ids(tokenizer)
 
     @classmethod
-    def load(cls, adapter: str | Path | None, name: str = "smollm2", **kw) -> SmolLM2:
-        """The base model with the adapters of `adapter` (None: the base model alone, zero-shot)."""
+    def load(cls, adapter: str | Path | None, name: str = "smollm2", device: str = "cpu", **kw) -> SmolLM2:
+        """The base model with the adapters of `adapter` (None: the base model alone, zero-shot),
+        on `device` (a setting of the run, not a knob: "cuda" decodes with `gpu_decode`)."""
         model, tok = load_base()
         exits = load_adapter(model, adapter) if adapter is not None else ()
-        return cls(model, tok, name=name, exits=exits, **kw)
+        return cls(model.to(device), tok, name=name, exits=exits, **kw)
 
     # -- variants
     def build_variant(self, precision: str, layers: int | None) -> SmolLM2:
@@ -271,6 +273,8 @@ class SmolLM2(Variants, AnswerModel):
         if ids.shape[1] + n > window:
             raise ApproxError(f"prompt of {ids.shape[1]} tokens + {n} new tokens exceeds the context window "
                               f"of {window}", where=self.name)
+        if self.model.device.type == "cuda":
+            return (*self._compiled_generate(ids, n, stop_at_line_end), int(ids.shape[1]))
         config = GenerationConfig(max_new_tokens=n, do_sample=False, num_beams=1, use_cache=True,
                                   eos_token_id=self.eos, pad_token_id=self.eos[0],
                                   output_logits=True, return_dict_in_generate=True)
@@ -279,6 +283,25 @@ class SmolLM2(Variants, AnswerModel):
         new = out.sequences[0, ids.shape[1]:].tolist()
         logps = [float(torch.log_softmax(step[0].float(), -1)[t]) for step, t in zip(out.logits, new)]
         return new, logps, int(ids.shape[1])
+
+    def _compiled_generate(self, ids, n: int, stop_at_line_end: bool):
+        """On CUDA: the same greedy tokens by a static KV cache and a compiled decode step
+        (`gpu_decode.CompiledGreedy`, one per variant, compiled on its first call)."""
+        from frontends.components.llm.gpu_decode import CompiledGreedy
+
+        decoders = self.__dict__.setdefault("_decoders", {})
+        decoder = decoders.get(id(self.model))
+        if decoder is None:
+            window = min(self.model.config.max_position_embeddings, GPU_CACHE_TOKENS)
+            decoder = decoders[id(self.model)] = CompiledGreedy(self.model, max_len=window)
+        eos = set(self.eos)
+
+        def stop(tokens):
+            if tokens[-1] in eos:
+                return True
+            return stop_at_line_end and "\n" in self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()
+
+        return decoder(ids, n, stop)
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
         new, logps, prompt = self.generate(question, contexts, max_new_tokens)
