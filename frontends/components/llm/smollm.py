@@ -227,6 +227,7 @@ class SmolLM2(Variants, AnswerModel):
     are built once and share the loaded weights."""
 
     supports = frozenset({"max_new_tokens", "precision", "layers"})
+    compiled_decode = True  # on CUDA: decode with `gpu_decode` (False: transformers' eager generate, the reference)
 
     def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  exits: tuple[int, ...] = (), prompt=build_prompt):
@@ -273,7 +274,7 @@ class SmolLM2(Variants, AnswerModel):
         if ids.shape[1] + n > window:
             raise ApproxError(f"prompt of {ids.shape[1]} tokens + {n} new tokens exceeds the context window "
                               f"of {window}", where=self.name)
-        if self.model.device.type == "cuda":
+        if self.model.device.type == "cuda" and self.compiled_decode:
             return (*self._compiled_generate(ids, n, stop_at_line_end), int(ids.shape[1]))
         config = GenerationConfig(max_new_tokens=n, do_sample=False, num_beams=1, use_cache=True,
                                   eos_token_id=self.eos, pad_token_id=self.eos[0],
