@@ -13,11 +13,15 @@ in the JSON, the reason in the Markdown) instead of stopping the others. With
     .venv/bin/python bench/results.py --only rag_bm25_llm,rag_dense_llm,tools_llm  # the SmolLM2 systems
 
 Defaults: each reader-based system tuned for at most 12-14 minutes, held-out
-evaluation 5x the tuning questions. The SmolLM2 systems (5-6 s per question or
-request) search for at most 20 minutes each in two worker processes (RAG: 8 tuning
-questions, 16 held out; tools: 16 tuning requests, 32 held out) and are not
-ablated (an ablation re-times each knob of each chosen point: hours here); with
-them the whole run takes about 4 hours on 2 cores.
+evaluation 5x the tuning questions. The SmolLM2 systems (1.2-5 s per question or
+request, by CPU) search for at most 20 minutes each in two worker processes on 40
+tuning and 200 held-out inputs (one held-out input is then 0.5 % of QoS, finer than
+the 3 / 6 / 9 % levels) and are not ablated (an ablation re-times each knob of each
+chosen point: hours here); the held-out evaluation of each front point times 200
+exact and 200 approximate runs side by side, so such a system takes one to two hours
+on 2 cores. Each row records its machine (CPU and the instructions that decide the
+front, or the GPU) and how busy the machine was; a run that shared its cores keeps a
+quiet run's row unless --overwrite-quiet.
 """
 
 from __future__ import annotations
@@ -276,19 +280,19 @@ def main(argv=None) -> int:
     ap.add_argument("--tools-n-tune", type=int, default=80)
     ap.add_argument("--tools-trials", type=int, default=40)
     ap.add_argument("--tools-seconds", type=float, default=840)
-    ap.add_argument("--llm-n-tune", type=int, default=16, help="RAG-LLM systems: tuning questions")
+    ap.add_argument("--llm-n-tune", type=int, default=40, help="RAG-LLM systems: tuning questions")
     ap.add_argument("--llm-tuning-qos", choices=("kept", "gold", "agreement"), default="kept",
                     help="LLM systems: the search's QoS: the gold answers on tuning inputs the exact program gets "
                     "right (kept), the gold answers on all (gold), or agreement with the exact program's answers "
                     "(token F1, the reader systems'; RAG-LLM only)")
-    ap.add_argument("--llm-n-eval", type=int, default=32, help="RAG-LLM systems: held-out questions (the first of "
+    ap.add_argument("--llm-n-eval", type=int, default=200, help="RAG-LLM systems: held-out questions (the first of "
                     "the 5x n-tune sample)")
     ap.add_argument("--llm-trials", type=int, default=30, help="RAG-LLM systems: evaluations per mode")
     ap.add_argument("--llm-seconds", type=float, default=1200, help="RAG-LLM systems: search time (both modes)")
     ap.add_argument("--llm-jobs", type=int, default=2, help="RAG-LLM systems: worker processes of the search")
     ap.add_argument("--llm-ablate", default="", help="RAG-LLM systems: as --ablate (default: none)")
-    ap.add_argument("--tools-llm-n-tune", type=int, default=16, help="LLM + tools agent: tuning items")
-    ap.add_argument("--tools-llm-n-eval", type=int, default=32, help="LLM + tools agent: held-out items (a "
+    ap.add_argument("--tools-llm-n-tune", type=int, default=40, help="LLM + tools agent: tuning items")
+    ap.add_argument("--tools-llm-n-eval", type=int, default=200, help="LLM + tools agent: held-out items (a "
                     "multiple of its n-tune)")
     ap.add_argument("--tools-llm-seconds", type=float, default=1200, help="LLM + tools agent: search time")
     ap.add_argument("--kernel-trials", type=int, default=12)
