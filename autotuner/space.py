@@ -227,6 +227,21 @@ class SearchSpace:
                 out.append({**base, d.name: self._setting(d, vals[len(vals) // 2])})
         return out
 
+    def screening(self) -> list[dict[str, dict]]:
+        """The exact configuration, then each static knob alone at its least approximate
+        value other than the exact one, in the knobs' order: a one-at-a-time screen for
+        a costly program whose search gets a handful of trials (each a knob's gentlest
+        step, the step most likely to stay within a tight QoS budget)."""
+        base = self.seeds()[0]
+        out = [base]
+        for d in self.free():
+            if d.dynamic:
+                continue
+            steps = sorted(v for v in d.values if v != base[d.name].get("knob_val"))
+            if steps:
+                out.append({**base, d.name: self._setting(d, steps[0])})
+        return out
+
     def lift(self, config: dict[str, dict]) -> dict[str, dict] | None:
         """The configuration of this space that behaves as `config` (a static one in
         dynamic mode: every decision its value; a ladder with equal decisions in static

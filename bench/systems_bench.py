@@ -31,8 +31,9 @@ TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5),  # >=
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
             jobs: int = 1, tuning_qos: str | None = None) -> dict:
-    from examples.systems.tuning import front_gaps, level_points, load_system, most_accurate, qos_note, tune_system
-    from examples.systems.tuning import held_out_speedup as best
+    from examples.systems.row_figures import front_gaps, level_points, most_accurate
+    from examples.systems.row_figures import held_out_speedup as best
+    from examples.systems.tuning import load_system, qos_note, tune_system
 
     program = load_system(name)
     run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or ROOT / "reports" / "bench" / name, seed=seed,

@@ -79,7 +79,8 @@ def demo(args) -> int:
         os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device()
 
     from autotuner import describe_machine
-    from examples.systems.tuning import ROOT, default_tuning_qos, load_system, most_accurate, tune_system
+    from examples.systems.row_figures import most_accurate
+    from examples.systems.tuning import ROOT, default_tuning_qos, load_system, tune_system
 
     start = time.perf_counter()
     print(f"[demo] {args.system}: loading (index, models, JIT kernels) ...", flush=True)
@@ -88,7 +89,7 @@ def demo(args) -> int:
     print(f"[demo] tuning on {args.n_tune} questions, up to {args.trials} trials per mode, "
           f"{args.seconds:.0f} s of search; evaluating on {n_eval} held-out questions ...", flush=True)
     run = tune_system(args.system, args.n_tune, args.trials, args.seconds, progress=sys.stderr.isatty(),
-                      n_eval=args.n_eval)
+                      n_eval=args.n_eval, screen=True)
     r = run.result
     summary = (run.out_dir / "summary.md").read_text()
     where = run.report.parent if run.report else run.out_dir

@@ -61,6 +61,16 @@ def test_seeds_are_exact_then_each_knob_alone_at_its_middle_value():
                    {"mean": {"thresholds": [1000, 100000], "decisions": [4, 4, 4]}}]
 
 
+def test_screening_is_exact_then_each_knob_alone_at_its_gentlest_step():
+    screen = SearchSpace.from_program(DOTS, "static").screening()
+    assert screen[0] == {n: {"knob_val": 0} for n in ("d1", "d2", "d3")}
+    assert screen[1:] == [{**screen[0], n: {"knob_val": 2}} for n in ("d1", "d2", "d3")]  # of 0, 2, 3, 4, 8
+    fixed = SearchSpace.from_program(DOTS, "static").fix({"d3": 4}).screening()
+    assert len(fixed) == 3 and all(c["d3"] == {"knob_val": 4} for c in fixed)
+    assert SearchSpace.from_program(ADAPTIVE, "dynamic").screening() == SearchSpace.from_program(
+        ADAPTIVE, "dynamic").seeds()[:1]  # ladders are not screened
+
+
 def test_narrow_and_fix():
     space = SearchSpace.from_program(DOTS, "static").narrow({"d1": [0, 4], "d2": {"values": [8]}}).fix({"d3": 2})
     assert {d.name: d.values for d in space.free()} == {"d1": (0, 4)}  # d2 has one value left: not searched

@@ -14,7 +14,7 @@ from autotuner.machine import LoadProbe, describe_machine
 from autotuner.measure import bootstrap_loss
 from autotuner.report_summary import fmt_loss, speedup_cells
 from bench.results import keep_quiet_rows, load_text
-from examples.systems.tuning import most_accurate
+from examples.systems.row_figures import most_accurate
 from frontends.components.machine import DECISIVE_FLAGS, cpu_model_and_flags
 
 

@@ -65,12 +65,11 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     precision values are those measured to pay on this machine (`llm_precisions`):
     bfloat16 prefill runs 3.2x faster than float32 on a CPU with AMX and 5x slower on
     one without bf16 instructions."""
-    tune = [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
-            Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
-            Tune.param("layers", 25, 20)]
     precisions = llm_precisions(llm)
-    if precisions:
-        tune.append(Tune.precision(*precisions))
+    tune = [Tune.precision(*precisions)] if precisions else []  # first: where it pays, the gentlest step
+    tune += [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
+             Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
+             Tune.param("layers", 25, 20)]
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 

@@ -38,12 +38,10 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import tune
     from examples.systems.common import one_thread
+    from examples.systems.row_figures import front_gaps, held_out_speedup, level_points
     from examples.systems.tuning import (
         exact_right,
         explain_levels,
-        front_gaps,
-        held_out_speedup,
-        level_points,
         qos_note,
         record_how_to_verify,
         search_static_then_dynamic,
