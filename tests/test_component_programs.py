@@ -7,6 +7,7 @@ the plumbing tests (its text is meaningless; the test checks what runs)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -133,3 +134,24 @@ def test_bad_declarations_are_one_line(declare, message):
     with pytest.raises(ApproxError, match=message) as err:
         declare()
     assert "\n" not in str(err.value)
+
+
+ANN = ('"approx.util.annotation.component"() <{{func_name = "p", component = "r", parameter = "skip", '
+       'transform_type = "task_skipping", values = [{values}], knob_val = 1 : i32{extra}}}> : () -> ()')
+CALL = ('func.func @p(%q: !pyobj.obj) -> !pyobj.obj {{ %r = "component.generate"(%q) <{{component = "r", '
+        'model = @m, template = "{template}", inputs = ["question"], outputs = ["query"]}}> : '
+        '(!pyobj.obj) -> !pyobj.obj func.return %r : !pyobj.obj }}')
+
+
+@pytest.mark.parametrize("ann, template, message", [
+    (ANN.format(values="", extra=", input = 3 : i64"), "{question}",
+     r"knob 'r.skip': fallback input 3 is out of range \(component.generate labelled 'r' has 1 inputs\)"),
+    (ANN.format(values='"a", "b"', extra=""), "{question}", r"task_skipping takes at most one value"),
+    (ANN.format(values='"a"', extra=", input = 0 : i64"), "{question}", r"'input' = i .* without a value"),
+    (ANN.format(values="", extra=""), "{query}", r"'inputs' must name the template's fields \['query'\]"),
+])
+def test_bad_ir_is_one_line(cli, tmp_path, ann, template, message):
+    (tmp_path / "p.mlir").write_text(f"module {{ {ann} {CALL.format(template=template)} }}")
+    done = cli(str(tmp_path / "p.mlir"), "-p", "approx-pipeline")
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert re.search(message, done.stderr), done.stderr

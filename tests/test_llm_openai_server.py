@@ -60,6 +60,14 @@ def test_chat_completions(server):
     assert a.new_tokens == 4 and 0 < a.confidence <= 1 and a.tokens_used > 4
 
 
+def test_a_prompt_level_call_equals_the_local_model(server):
+    prompt = f"Rewrite the question for search: {QUESTION}"
+    remote = OpenAIAnswerModel(server.url, "tiny", timeout=20, name="remote").complete(prompt, ["query"], 4)
+    local = causal(0).complete(prompt, ["query"], 4)
+    assert remote.query == remote.text == local.text and remote.new_tokens == 4
+    assert remote.model == "remote" and remote.seconds > 0  # each call's time is recorded
+
+
 def test_reader_behind_the_server_equals_the_local_reader(server):
     for api in ("completions", "chat"):
         a = OpenAIAnswerModel(server.url, "reader", api=api, timeout=60).answer(QUESTION, CONTEXTS, 5)
