@@ -107,6 +107,8 @@ def test_killed_server_is_a_clear_error_and_falls_back(server):  # last: stops t
     a = Fallback(remote, causal(0)).answer(QUESTION, CONTEXTS, 2)
     assert time.monotonic() - start < 5
     assert a.model == causal(0).name and "cannot reach" in a.error
+    b = Fallback(remote, causal(0)).complete(f"Rewrite: {QUESTION}", ["query"], 2)  # a prompt-level call too
+    assert b.query == causal(0).complete(f"Rewrite: {QUESTION}", ["query"], 2).text and "cannot reach" in b.error
 
 
 def test_a_server_that_cannot_start_is_a_clear_error(tmp_path):
