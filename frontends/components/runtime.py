@@ -58,6 +58,7 @@ from frontends.components.settings import (
     Settings,
     ToolCallSettings,
     ToolRunSettings,
+    supports,
 )
 
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {}
@@ -195,7 +196,7 @@ def generate(runtime: ComponentRuntime, s: GenerateSettings, *args):
 @implements(EmbedOp)
 def embed(runtime: ComponentRuntime, s: EmbedSettings, text):
     encoder = runtime.provider(s.encoder, s.OP)
-    if s.for_provider(encoder).precision:
+    if s.precision is not None and "precision" in supports(encoder):  # as for_provider keeps it
         encoder = encoder.variant_for(s)
     v = np.asarray(encoder.embed([text])[0])
     if s.dims:
