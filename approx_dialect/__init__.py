@@ -21,7 +21,7 @@ from approx_dialect.annotations import (
     symbol_name,
 )
 from approx_dialect.cascade import AnnotationCascadeOp
-from approx_dialect.component import AnnotationComponentOp
+from approx_dialect.component_knobs import AnnotationComponentOp
 from approx_dialect.ladder import decision_index
 from approx_dialect.ops import DecideOp, KnobOp, TransformOp, TryOp, YieldOp
 from approx_dialect.param import AnnotationParamOp, ParamOp

@@ -3,8 +3,8 @@ embedding, retrieval, tool calls), with every parameter a knob can change an
 attribute in the printed IR.
 
 Why ops: a configuration of a compound system is then a pipeline run. The
-`approx.util.annotation.component` annotation declares one knob of one component
-(the values it may take); `transform-approx` rewrites the component ops' attributes
+`approx.util.annotation.component` annotation (`approx_dialect/component_knobs.py`)
+declares one knob of one component (the values it may take); `transform-approx` rewrites the component ops' attributes
 (`passes/transformations/component_ops.py`), and the Python generated from the
 transformed IR calls each component with the attributes of its op
 (`frontends/pygen.py`, `frontends/components/runtime.py`). Knob 0 leaves every
@@ -20,7 +20,10 @@ component registry the program runs with):
   question, and `context_chars` characters each; `precision` (a type of
   `approx_dialect.precision.PRECISIONS`) is the compute type of local models;
   `layers` = k runs the model's first k decoder layers (a trained early exit);
-  absent = uncut / the model's own;
+  absent = uncut / the model's own. With `template` (a prompt with `{name}` fields),
+  `inputs` (the operands' names, one per field) and `outputs` (the names of the
+  fields it returns) it is a prompt-level call: the model completes the filled-in
+  template (the operand named `contexts`, a list, is cut as above);
 - `component.embed(%text) <{component, encoder, precision?, dims?}>`: an embedding
   (the first `dims` dimensions, renormalised);
 - `component.retrieve(%query) <{component, retriever, top_k, preprocess?, terms?,
@@ -31,13 +34,19 @@ component registry the program runs with):
   dimensions, every k-th document), `precision` its similarity's compute type;
 - `component.tool_call(%request) <{component, tools, router}>`: routes the request
   to a tool of `tools` with `router` and returns the calls;
-- `component.confidence(%answer) -> f64`: an answer's confidence (cascades test it).
+- `component.tool_run(%args...) <{component, tool}>`: runs the registered tool
+  `tool` (a Python function) on the arguments and returns its result;
+- `component.confidence(%answer) -> f64`: an answer's confidence (cascades test it);
+- `component.fallback(%input?) <{component, of, value?, outputs?}>`: what a skipped
+  call of op `of` returns (task_skipping with a fallback): its input `%input`
+  passed through, or the constant `value`, in the shape of that op's result.
 Every component op may carry `cache = n`: its results are kept for the last n
 distinct (attributes, inputs), as `memoize` sets it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
@@ -45,18 +54,23 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     SymbolRefAttr,
-    UnitAttr,
     f64,
-    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue, TypeAttribute
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
 from xdsl.utils.exceptions import VerifyException
 
-from approx_dialect.annotations import AnnotationOp
-from approx_dialect.precision import PRECISIONS, ir_names, is_precision
-from approx_dialect.pyobj import OBJ, ObjType
+from approx_dialect.precision import ir_names, is_precision
+from approx_dialect.pyobj import OBJ, ObjType, const_value
 
 
 class ComponentOp(IRDLOperation):
@@ -104,13 +118,35 @@ def _props(component: str, provider: tuple[str, str], **params) -> dict[str, Att
     return props
 
 
+def _names(attr: Attribute | None) -> list[str] | None:
+    """The strings of an array of strings (None when it is not one)."""
+    if not isinstance(attr, ArrayAttr) or not all(isinstance(a, StringAttr) for a in attr.data):
+        return None
+    return [cast(StringAttr, a).data for a in attr.data]
+
+
+def template_fields(template: str) -> list[str]:
+    """The `{name}` fields of a prompt template, in order of first use ('{{' and '}}'
+    are literal braces); a ValueError for a malformed template or field."""
+    import string
+
+    names: list[str] = []
+    for _, name, spec, conv in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conv:
+            raise ValueError(f"template field {{{name}}} is not a plain name")
+        if name not in names:
+            names.append(name)
+    return names
+
+
 @irdl_op_definition
 class GenerateOp(ComponentOp):
     name = "component.generate"
     PROVIDER: ClassVar[str] = "model"
     INTS: ClassVar[tuple[str, ...]] = ("max_new_tokens", "passages", "sentences", "context_chars", "layers")
-    question = operand_def(ObjType)
-    contexts = operand_def(ObjType)
+    args = var_operand_def(ObjType)
     model = prop_def(SymbolRefAttr)
     max_new_tokens = opt_prop_def(IntegerAttr)
     precision = opt_prop_def(TypeAttribute)
@@ -118,11 +154,33 @@ class GenerateOp(ComponentOp):
     sentences = opt_prop_def(IntegerAttr)
     context_chars = opt_prop_def(IntegerAttr)
     layers = opt_prop_def(IntegerAttr)
+    template = opt_prop_def(StringAttr)
+    inputs = opt_prop_def(ArrayAttr)
+    outputs = opt_prop_def(ArrayAttr)
     answer = result_def(ObjType)
 
-    def __init__(self, question: SSAValue, contexts: SSAValue, component: str, model: str, **params):
-        super().__init__(operands=[question, contexts], result_types=[OBJ],
+    def __init__(self, args: Sequence[SSAValue], component: str, model: str, **params):
+        super().__init__(operands=[list(args)], result_types=[OBJ],
                          properties=_props(component, ("model", model), **params))
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.template is None:
+            if self.inputs is not None or self.outputs is not None:
+                raise VerifyException(f"{self.name}: 'inputs' and 'outputs' belong to a prompt call (with 'template')")
+            if len(self.args) != 2:
+                raise VerifyException(f"{self.name} without a template takes (question, contexts), "
+                                      f"got {len(self.args)} operands")
+            return
+        try:
+            fields = template_fields(self.template.data)
+        except ValueError as err:
+            raise VerifyException(f"{self.name}: {err}") from None
+        inputs, outputs = _names(self.inputs), _names(self.outputs)
+        if inputs is None or sorted(inputs) != sorted(fields) or len(inputs) != len(self.args):
+            raise VerifyException(f"{self.name}: 'inputs' must name the template's fields {fields}, one per operand")
+        if not outputs or not all(o.isidentifier() for o in outputs) or len(set(outputs)) != len(outputs):
+            raise VerifyException(f"{self.name}: 'outputs' must be distinct names, at least one")
 
 
 @irdl_op_definition
@@ -189,122 +247,52 @@ class ConfidenceOp(IRDLOperation):
         super().__init__(operands=[answer], result_types=[f64])
 
 
-COMPONENT_OPS: tuple[type[ComponentOp], ...] = (GenerateOp, EmbedOp, RetrieveOp, ToolCallOp)
+@irdl_op_definition
+class ToolRunOp(ComponentOp):
+    name = "component.tool_run"
+    PROVIDER: ClassVar[str] = "tool"
+    args = var_operand_def(ObjType)
+    tool = prop_def(SymbolRefAttr)
+    result = result_def(ObjType)
 
-# How each transform_type acts on a component parameter, and what its values are.
-SYMBOL_PARAMETERS = ("model", "encoder", "retriever", "tools", "router")
-INTEGER_TRANSFORMS = ("param", "memoize")
-
-COMPONENT_TRANSFORMS: dict[str, tuple[str, str]] = {
-    "param": ("`generate`: max_new_tokens, passages, sentences, context_chars, "
-              "layers (early exit: the first k decoder layers); `embed`: dims; "
-              "`retrieve`: top_k, preprocess, terms, docs, dims",
-              "k in 1..len(values) sets the attribute to values[k-1] (integers); 0 keeps the written "
-              "value (absent: uncut, the model's own)"),
-    "func_substitute": ("`generate`: model; `embed`: encoder; `retrieve`: retriever; `tool_call`: tools, router",
-                        "k calls the cheaper provider values[k-1] (a symbol of the registry); 0 the written one"),
-    "precision_reduce": ("`generate`, `embed`, `retrieve`: precision",
-                         f"k computes in values[k-1] ({', '.join(p.ir for p in PRECISIONS)}: torch's "
-                         f"{', '.join(p.backend for p in PRECISIONS)}; for a retriever its similarity kernel); "
-                         "0 as written (absent: the provider's own)"),
-    "memoize": ("every component op: cache",
-                "k keeps the results of the last values[k-1] distinct inputs (attributes and operands); 0 no cache"),
-    "task_skipping": ("every component op (values: none; the parameter only names the knob)",
-                      "1 drops the op and its result is `pyobj.const` None (the program reads it as \"step "
-                      "skipped\"); 0 runs it"),
-    "cascade": ("`generate`: model (values: V cheaper models, cheapest first; `thresholds`: T confidences)",
-                "k in 1..V*T asks values[(k-1) // T] first and keeps its answer when `component.confidence` >= "
-                "thresholds[(k-1) % T], else the next, ending at the op's own model (an `scf.if` chain); an "
-                "op already calling one of the cheaper models is left alone; 0 the op's model alone"),
-}
-"""Which component-op parameters each transform_type rewrites, and what knob k means there
-(docs/transformations.md is generated from this and TRANSFORM_TYPES)."""
-
-
-def _value_kind_error(transform: str, parameter: str, values: ArrayAttr) -> str | None:
-    vals = list(values.data)
-    if transform == "func_substitute":
-        ok = parameter in SYMBOL_PARAMETERS and all(isinstance(v, SymbolRefAttr) for v in vals)
-        return None if ok else (f"func_substitute swaps one of {', '.join(SYMBOL_PARAMETERS)}; "
-                                "values are symbols (@name)")
-    if transform == "precision_reduce":
-        ok = parameter == "precision" and all(is_precision(v) for v in vals)
-        return None if ok else f"precision_reduce sets 'precision'; values are {ir_names()}"
-    if transform == "task_skipping":
-        return None if not vals else "task_skipping takes no values (knob 1 skips the step)"
-    if transform == "cascade":
-        ok = parameter == "model" and all(isinstance(v, SymbolRefAttr) for v in vals)
-        return None if ok else "cascade on 'model': values are the cheaper models (@name), cheapest first"
-    if transform in INTEGER_TRANSFORMS:
-        if transform == "memoize" and parameter != "cache":
-            return "memoize sets 'cache' (entries of the component's result cache)"
-        ok = all(isinstance(v, IntegerAttr) and v.value.data >= (0 if parameter == "preprocess" else 1)
-                 for v in vals)
-        return None if ok else f"{transform} values are integers >= 1 (preprocess: >= 0)"
-    return f"transform_type '{transform}' does not apply to component ops"
+    def __init__(self, args: Sequence[SSAValue], component: str, tool: str):
+        super().__init__(operands=[list(args)], result_types=[OBJ], properties=_props(component, ("tool", tool)))
 
 
 @irdl_op_definition
-class AnnotationComponentOp(AnnotationOp):
-    """One knob of a component: every op labelled `component` in the module gets
-    `parameter` rewritten by `transform_type` at `knob_val` (0 = as written; k >= 1
-    uses values[k-1]; task_skipping: 1 skips the op; cascade: see the pass).
-    `func_name` is the function whose call declared it; the knob's name is
-    `<component>.<parameter>`. With `decided`, the knob value is not set here but
-    per input by the decision tree of `func_name` with the same transform_type: each
-    case of the decision rewrites the ops of its own copy of the body (no knob of
-    its own is listed)."""
+class FallbackOp(IRDLOperation):
+    """What a skipped component call returns: its input passed through (one operand),
+    or the constant `value` (no operand), in the shape of the result of op `of`
+    (for `component.generate`, an answer whose text, and each of `outputs`, is it)."""
 
-    name = "approx.util.annotation.component"
+    name = "component.fallback"
+    input = var_operand_def(ObjType)
     component = prop_def(StringAttr)
-    parameter = prop_def(StringAttr)
-    transform_type = prop_def(StringAttr)
-    values = prop_def(ArrayAttr)
-    knob_val = prop_def(IntegerAttr.constr(i32))
-    thresholds = opt_prop_def(ArrayAttr)
-    decided = opt_prop_def(UnitAttr)
+    of = prop_def(StringAttr)
+    value = opt_prop_def(Attribute)
+    outputs = opt_prop_def(ArrayAttr)
+    result = result_def(ObjType)
 
-    def __init__(self, func_name: str, component: str, parameter: str, transform_type: str,
-                 values: list[Attribute], knob_val: int = 0, thresholds: list[float] | None = None,
-                 decided: bool = False):
-        props: dict[str, Attribute] = {
-            "func_name": StringAttr(func_name), "component": StringAttr(component),
-            "parameter": StringAttr(parameter), "transform_type": StringAttr(transform_type),
-            "values": ArrayAttr(values), "knob_val": IntegerAttr(knob_val, i32)}
-        if decided:
-            props["decided"] = UnitAttr()
-        if thresholds is not None:
-            from xdsl.dialects.builtin import FloatAttr
-
-            props["thresholds"] = ArrayAttr([FloatAttr(float(t), f64) for t in thresholds])
-        super().__init__(properties=props)
-
-    def knob_name(self) -> str:
-        return f"{self.component.data}.{self.parameter.data}"
-
-    def knob_values(self) -> tuple[int, ...]:
-        if self.transform_type.data == "task_skipping":
-            return (0, 1)
-        n = len(self.values.data)
-        if self.transform_type.data == "cascade":
-            n *= len(self.thresholds.data) if self.thresholds is not None else 0
-        return tuple(range(n + 1))
+    def __init__(self, inputs: Sequence[SSAValue], component: str, of: str, value: Attribute | None = None,
+                 outputs: ArrayAttr | None = None):
+        props: dict[str, Attribute] = {"component": StringAttr(component), "of": StringAttr(of)}
+        if value is not None:
+            props["value"] = value
+        if outputs is not None:
+            props["outputs"] = outputs
+        super().__init__(operands=[list(inputs)], result_types=[OBJ], properties=props)
 
     def verify_(self) -> None:
-        super().verify_()
-        where = f"knob '{self.knob_name()}'"
-        error = _value_kind_error(self.transform_type.data, self.parameter.data, self.values)
-        if error is not None:
-            raise VerifyException(f"{where}: {error}")
-        if self.transform_type.data == "cascade":
-            ts = self.thresholds.data if self.thresholds is not None else ()
-            if not ts or not all(getattr(t, "value", None) is not None and 0.0 <= t.value.data <= 1.0 for t in ts):
-                raise VerifyException(f"{where}: cascade needs 'thresholds', confidences in [0, 1]")
-        elif self.transform_type.data != "task_skipping" and not self.values.data:
-            raise VerifyException(f"{where}: list at least one value")
-        k = self.knob_val.value.data
-        if k not in self.knob_values():
-            raise VerifyException(f"{where}: knob_val {k} is out of range 0..{max(self.knob_values())}")
+        if len(self.input) > 1 or (len(self.input) == 1) == (self.value is not None):
+            raise VerifyException(f"{self.name} returns either its one input or its 'value', not both or neither")
+        if self.value is not None:
+            try:
+                const_value(self.value)
+            except ValueError as err:
+                raise VerifyException(f"{self.name} 'value': {err}") from None
 
 
-Component = Dialect("component", [GenerateOp, EmbedOp, RetrieveOp, ToolCallOp, ConfidenceOp], [])
+COMPONENT_OPS: tuple[type[ComponentOp], ...] = (GenerateOp, EmbedOp, RetrieveOp, ToolCallOp, ToolRunOp)
+
+Component = Dialect("component", [GenerateOp, EmbedOp, RetrieveOp, ToolCallOp, ToolRunOp, ConfidenceOp,
+                                  FallbackOp], [])

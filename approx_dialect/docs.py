@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from xdsl.irdl import IRDLOperation
 
-from approx_dialect.component import COMPONENT_OPS, COMPONENT_TRANSFORMS, ConfidenceOp
+from approx_dialect.component import COMPONENT_OPS, ConfidenceOp, FallbackOp
+from approx_dialect.component_knobs import COMPONENT_TRANSFORMS
 from approx_dialect.transform_types import TRANSFORM_TYPES
 
 
@@ -35,7 +36,7 @@ def component_table() -> list[str]:
         "The components of a compound AI program (answer models, embedding, retrieval, tool calls) are ops of "
         "the `component` dialect (`approx_dialect/component.py`); the parameters a knob can change are their "
         "attributes. A knob of a component is an `approx.util.annotation.component {func_name, component, "
-        "parameter, transform_type, values, knob_val[, thresholds, decided]}` named `<component>.<parameter>`; "
+        "parameter, transform_type, values, knob_val[, thresholds, decided, input]}` named `<component>.<parameter>`; "
         "transform-approx rewrites `parameter` of every op labelled `component`. Every one is exact at k = 0. "
         "Decisions per input: a component knob marked `decided` is set by the decision tree of `func_name` "
         "with the same transform_type (each case of the lowered decision rewrites its own copy of the op; "
@@ -46,11 +47,12 @@ def component_table() -> list[str]:
         "| op | operands | attributes (optional ones with ?) |",
         "|---|---|---|",
     ]
-    ops: tuple[type[IRDLOperation], ...] = (*COMPONENT_OPS, ConfidenceOp)
+    ops: tuple[type[IRDLOperation], ...] = (*COMPONENT_OPS, ConfidenceOp, FallbackOp)
     for op in ops:
         d = op.get_irdl_definition()
         attrs = ", ".join(n + ("?" if type(p).__name__.startswith("Opt") else "") for n, p in d.properties.items())
-        rows.append(f"| `{d.name}` | {', '.join(n for n, _ in d.operands)} | {attrs or '-'} |")
+        operands = ", ".join(n + ("..." if type(o).__name__.startswith("Var") else "") for n, o in d.operands)
+        rows.append(f"| `{d.name}` | {operands} | {attrs or '-'} |")
     rows += ["", "| transform_type | parameters it rewrites | knob k |", "|---|---|---|"]
     rows += [f"| `{name}` | {where} | {meaning} |" for name, (where, meaning) in COMPONENT_TRANSFORMS.items()]
     return rows

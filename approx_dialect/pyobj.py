@@ -77,6 +77,40 @@ def _check_const(value: Attribute) -> None:
         )
 
 
+def const_attr(value) -> Attribute:
+    """The `pyobj.const` attribute of a Python constant (None, bool, int, float, str,
+    or a tuple / list of them); a ValueError for anything else."""
+    if value is None:
+        return UnitAttr()
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), IntegerType(1))
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, 64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, tuple | list):
+        return ArrayAttr([const_attr(v) for v in value])
+    raise ValueError(f"a {type(value).__name__} is not a constant (None, bool, int, float, str or a tuple of them)")
+
+
+def const_value(attr: Attribute):
+    """The Python value of a `pyobj.const` attribute (arrays as tuples)."""
+    if isinstance(attr, UnitAttr):
+        return None
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, IntegerAttr):
+        v = int(attr.value.data)
+        return bool(v) if isinstance(attr.type, IntegerType) and attr.type.width.data == 1 else v
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, ArrayAttr):
+        return tuple(const_value(a) for a in attr.data)
+    raise ValueError(f"{attr} is not a constant")
+
+
 @irdl_op_definition
 class ConstOp(IRDLOperation):
     name = "pyobj.const"

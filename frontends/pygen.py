@@ -21,20 +21,17 @@ import operator
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
     ModuleOp,
-    StringAttr,
-    UnitAttr,
 )
 from xdsl.ir import Block, Operation, SSAValue
 
-from approx_dialect.component import ComponentOp, ConfidenceOp
+from approx_dialect.component import ComponentOp, ConfidenceOp, FallbackOp
 from approx_dialect.diagnostics import ApproxError
-from approx_dialect.pyobj import BoxOp, CallOp, ConstOp, GlobalOp, UnboxOp, UnpackOp
+from approx_dialect.pyobj import BoxOp, CallOp, ConstOp, GlobalOp, UnboxOp, UnpackOp, const_value
 
 _counter = itertools.count()
 
@@ -149,18 +146,10 @@ class _Generator:
         return f"K[{len(self.consts) - 1}]"
 
     def python_value(self, attr):
-        if isinstance(attr, UnitAttr):
-            return None
-        if isinstance(attr, StringAttr):
-            return attr.data
-        if isinstance(attr, IntegerAttr):
-            v = int(attr.value.data)
-            return bool(v) if isinstance(attr.type, IntegerType) and attr.type.width.data == 1 else v
-        if isinstance(attr, FloatAttr):
-            return float(attr.value.data)
-        if isinstance(attr, ArrayAttr):
-            return tuple(self.python_value(a) for a in attr.data)
-        raise ApproxError(f"cannot run as Python: constant {attr}")
+        try:
+            return const_value(attr)
+        except ValueError:
+            raise ApproxError(f"cannot run as Python: constant {attr}") from None
 
     # ---------------------------------------------------------------- structure
     def source(self) -> str:
@@ -268,7 +257,7 @@ class _Generator:
                 self.consts.append(tuple(k))
                 args.append(f"**dict(zip(K[{len(self.consts) - 1}], ({', '.join(kws)},)))")
             return f"E[{self._entry(op, op.callee.value.data)}]({', '.join(args)})"
-        if isinstance(op, ComponentOp | ConfidenceOp):
+        if isinstance(op, ComponentOp | ConfidenceOp | FallbackOp):
             from frontends.components.settings import settings_of
 
             self.uses_components = True

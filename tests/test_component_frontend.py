@@ -171,7 +171,7 @@ def test_tuned_ir_is_the_deployable_program(parts, rag, tmp_path):
 def test_memoize_and_task_skipping_act_in_the_generated_python(parts):
     corpus, fast, _, retriever, _, _ = parts
     cached = Retrieve("cached", retriever, top_k=3, tune=[Tune.memoize(8)])
-    hint = Generate("hint", fast, tune=[Tune.skip("model")])
+    hint = Generate("hint", fast, tune=[Tune.skip("model", fallback=None)])
 
     @Knob()
     def search(question):

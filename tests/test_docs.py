@@ -26,6 +26,11 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 NOT_RUN = {
     "make demo": "tunes a system end to end: about 5 minutes",
     "make test": "runs this test suite, this file included",
+    "python -m frontends.components.llm.serve --model smol=smollm2 --port 8000 &":
+        "a model server left running; tests/test_own_pipeline.py starts one and runs the program",
+    "approx-tune run examples.own_pipeline:pipeline --inputs examples.own_pipeline:make_inputs --metric containment "
+    "--mode static --trials 6 --repeats 1 --eval-ratio 2 --budget 0.2 --out reports/own":
+        "needs the model server above (about 30 s with it)",
 }
 
 

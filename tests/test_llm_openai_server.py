@@ -60,6 +60,14 @@ def test_chat_completions(server):
     assert a.new_tokens == 4 and 0 < a.confidence <= 1 and a.tokens_used > 4
 
 
+def test_a_prompt_level_call_equals_the_local_model(server):
+    prompt = f"Rewrite the question for search: {QUESTION}"
+    remote = OpenAIAnswerModel(server.url, "tiny", timeout=20, name="remote").complete(prompt, ["query"], 4)
+    local = causal(0).complete(prompt, ["query"], 4)
+    assert remote.query == remote.text == local.text and remote.new_tokens == 4
+    assert remote.model == "remote" and remote.seconds > 0  # each call's time is recorded
+
+
 def test_reader_behind_the_server_equals_the_local_reader(server):
     for api in ("completions", "chat"):
         a = OpenAIAnswerModel(server.url, "reader", api=api, timeout=60).answer(QUESTION, CONTEXTS, 5)
@@ -99,6 +107,8 @@ def test_killed_server_is_a_clear_error_and_falls_back(server):  # last: stops t
     a = Fallback(remote, causal(0)).answer(QUESTION, CONTEXTS, 2)
     assert time.monotonic() - start < 5
     assert a.model == causal(0).name and "cannot reach" in a.error
+    b = Fallback(remote, causal(0)).complete(f"Rewrite: {QUESTION}", ["query"], 2)  # a prompt-level call too
+    assert b.query == causal(0).complete(f"Rewrite: {QUESTION}", ["query"], 2).text and "cannot reach" in b.error
 
 
 def test_a_server_that_cannot_start_is_a_clear_error(tmp_path):

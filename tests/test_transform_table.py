@@ -19,6 +19,6 @@ def test_docs_table_is_generated_from_the_definitions():
 
 
 def test_component_transforms_are_known_transform_types():
-    from approx_dialect.component import COMPONENT_TRANSFORMS
+    from approx_dialect.component_knobs import COMPONENT_TRANSFORMS
 
     assert set(COMPONENT_TRANSFORMS) <= set(TRANSFORM_TYPES)

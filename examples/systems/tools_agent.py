@@ -74,7 +74,7 @@ def agent_program(readers=None, encoder=None):
     tools = ToolCall("tools", item_tools, embedding, tune=route)
     reader = Generate("answer", ArgumentReader(pro),
                       tune=[Tune.cascade([ArgumentReader(fast)], THRESHOLDS), Tune.precision("bfloat16"),
-                            Tune.param("passages", 1), Tune.skip("skip")])
+                            Tune.param("passages", 1), Tune.skip("skip", fallback=None)])
 
     def tools_agent(query):
         """Route the request to a function, fill its arguments, return the calls."""

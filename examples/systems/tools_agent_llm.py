@@ -68,7 +68,7 @@ def agent_program(writer=None, readers=None, encoder=None):
     write = Generate("writer", writer, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
                      tune=[Tune.cascade([ReaderFiller(fast), ReaderFiller(pro)], THRESHOLDS),
                            Tune.param("max_new_tokens", *TOKENS), Tune.precision("bfloat16"),
-                           Tune.param("layers", *sorted(writer.exits, reverse=True)), Tune.skip("skip")])
+                           Tune.param("layers", *sorted(writer.exits, reverse=True)), Tune.skip("skip", fallback=None)])
 
     def tools_agent_llm(query):
         """Route the request to a function, have SmolLM2 write its calls."""

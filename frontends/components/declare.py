@@ -6,10 +6,12 @@ opaque `pyobj.call`, and the knobs the component declares become
     answer = Generate("answer", pro, max_new_tokens=16,
                       tune=[Tune.cascade([fast], thresholds=[0.2, 0.1]), Tune.param("passages", 2, 1),
                             Tune.precision("bfloat16")])
+    rewrite = Prompt("rewrite", lm, template="Rewrite as a search query: {question}", outputs=["query"],
+                     tune=[Tune.skip(fallback=Tune.input("question"))])
 
     @Knob()
     def rag(question):
-        hits = bm25(question)              # component.retrieve
+        hits = bm25(rewrite(question).query)    # component.generate (a prompt), component.retrieve
         return answer(question, [corpus[i] for i in hits.ids]).text   # component.generate
 
 Each component declares, once, where it is defined: its label (the knobs are
@@ -19,15 +21,21 @@ program) and which of them are tunable with which values (`Tune`). Providers are
 entries of the component registry the generated Python runs with
 (`frontends.components.runtime.ComponentRuntime`). Called outside a decorated
 function, a component runs through the same runtime with its written attributes.
+A skip (`Tune.skip`) declares what the skipped call returns: one of its inputs
+passed through (`Tune.input(name or index)`) or a constant, so the program goes on.
+`Prompt` is a prompt-level LLM call (a template with `{name}` fields in, text or
+named fields out; the same `component.generate` op, so the same knobs), `RunTool`
+a registered tool the program runs (`component.tool_run`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     IntegerAttr,
     StringAttr,
     SymbolRefAttr,
@@ -37,16 +45,18 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from approx_dialect.component import (
-    AnnotationComponentOp,
     ComponentOp,
     EmbedOp,
     GenerateOp,
     RetrieveOp,
     ToolCallOp,
+    ToolRunOp,
+    template_fields,
 )
+from approx_dialect.component_knobs import AnnotationComponentOp
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.precision import attr_of
-from approx_dialect.pyobj import OBJ, ConstOp
+from approx_dialect.pyobj import OBJ, ConstOp, const_attr
 from frontends.components.settings import check_supported, settings_of
 
 
@@ -56,6 +66,16 @@ def provider_name(provider) -> str:
         raise ApproxError(f"a component provider needs a non-empty 'name' (its symbol), got {provider!r}",
                           where="<component>")
     return name
+
+
+@dataclass(frozen=True)
+class Input:
+    """A skip's fallback: the input `which` (a name or an index) of the skipped call."""
+
+    which: int | str
+
+
+NO_FALLBACK = object()
 
 
 @dataclass(frozen=True)
@@ -71,6 +91,8 @@ class Tune:
     decided: bool = False
     """Set per input by the decision tree (same transform_type) of the decorated
     function that calls the component, instead of being a knob of its own."""
+    fallback_input: int | str | None = None
+    """task_skipping: the input a skipped call returns (a name or an index)."""
 
     @staticmethod
     def param(parameter: str, *values: int, decided: bool = False) -> "Tune":
@@ -93,15 +115,37 @@ class Tune:
         return Tune("cache", "memoize", tuple(sizes))
 
     @staticmethod
-    def skip(name: str = "skip") -> "Tune":
-        """task_skipping: knob 1 drops the call (its result is None); `name` names the knob."""
-        return Tune(name, "task_skipping")
+    def skip(name: str = "skip", *, fallback=NO_FALLBACK) -> "Tune":
+        """task_skipping: knob 1 drops the call, which returns `fallback` instead: an input
+        passed through (`Tune.input("question")`, by name or index) or a constant (None,
+        a number, a string, a tuple), shaped as the call's result (a generate call's:
+        an answer whose text and fields are it); `name` names the knob."""
+        if fallback is NO_FALLBACK:
+            raise ApproxError("Tune.skip needs fallback=: what a skipped call returns (Tune.input('name') passes "
+                              "an input through; or a constant, e.g. '' or None)", where="<component>")
+        if isinstance(fallback, Input):
+            return Tune(name, "task_skipping", fallback_input=fallback.which)
+        if fallback is None:
+            return Tune(name, "task_skipping")
+        try:
+            const_attr(fallback)
+        except ValueError as err:
+            raise ApproxError(f"Tune.skip fallback: {err}", where="<component>") from None
+        return Tune(name, "task_skipping", (fallback,))
+
+    @staticmethod
+    def input(which: int | str) -> "Input":
+        """A skip's fallback: the call's input `which` (its name or its index) passed through."""
+        return Input(which)
 
     def providers(self) -> list:
         return list(self.values) if self.transform_type in ("func_substitute", "cascade") else []
 
     def attrs(self) -> list[Attribute]:
+        if self.transform_type == "task_skipping":
+            return [const_attr(v) for v in self.values]
         return [attribute(self.parameter, v) for v in self.values]
+
 
 
 def attribute(parameter: str, value) -> Attribute:
@@ -109,6 +153,10 @@ def attribute(parameter: str, value) -> Attribute:
     as float types, numbers as i64."""
     if parameter == "precision":
         return attr_of(value)
+    if parameter == "template":
+        return StringAttr(value)
+    if parameter in ("inputs", "outputs"):
+        return ArrayAttr([StringAttr(v) for v in value])
     if isinstance(value, int) and not isinstance(value, bool):
         return IntegerAttr(value, i64)
     return SymbolRefAttr(provider_name(value))
@@ -120,7 +168,7 @@ class Component:
     provider and written attributes, and its tunable parameters."""
 
     OP = ComponentOp
-    ARITY = 1
+    INPUTS = ("input",)  # the names of the call's arguments (a tuple of str)
     label: str
     provider: Any
     attributes: dict[str, Any] = field(default_factory=dict)
@@ -137,6 +185,23 @@ class Component:
         for k, v in self.attributes.items():
             if v is not None:
                 check_supported(self.OP.name, k, [self.provider], self.label)
+        self.tune = [self._resolved(t) for t in self.tune]
+
+    @property
+    def ARITY(self) -> int:  # noqa: N802 - the number of arguments a call takes
+        return len(self.INPUTS)
+
+    def _resolved(self, t: Tune) -> Tune:
+        """`t` with its skip's fallback input as an index into the call's arguments."""
+        which = t.fallback_input
+        if which is None:
+            return t
+        if isinstance(which, str) and which in self.INPUTS:
+            return replace(t, fallback_input=self.INPUTS.index(which))
+        if isinstance(which, int) and not isinstance(which, bool) and 0 <= which < len(self.INPUTS):
+            return t
+        raise ApproxError(f"component '{self.label}': its skip's fallback input {which!r} is not one of its "
+                          f"inputs {list(self.INPUTS)} (a name or an index)", where="<component>")
 
     def providers(self) -> list:
         """The providers that may run this component's op: its own, then those its knobs substitute."""
@@ -160,7 +225,8 @@ class Component:
 
     def annotations(self, func_name: str) -> list[AnnotationComponentOp]:
         return [AnnotationComponentOp(func_name, self.label, t.parameter, t.transform_type, t.attrs(), 0,
-                                      list(t.thresholds) if t.thresholds is not None else None, t.decided)
+                                      list(t.thresholds) if t.thresholds is not None else None, t.decided,
+                                      t.fallback_input if isinstance(t.fallback_input, int) else None)
                 for t in self.tune]
 
     def __call__(self, *args):
@@ -189,10 +255,11 @@ def check_knobs(components: Sequence[Component]) -> None:
 
 
 class Generate(Component):
-    """An answer by a model: `answer(question, contexts) -> Answer`."""
+    """An answer by a model: `answer(question, contexts) -> Answer` (the prompt-level
+    call whose prompt is the model's own QA prompt; `Prompt` takes a template)."""
 
     OP = GenerateOp
-    ARITY = 2
+    INPUTS = ("question", "contexts")
 
     def __init__(self, label: str, model, *, tune: Sequence[Tune] = (), max_new_tokens: int | None = None,
                  passages: int | None = None, sentences: int | None = None, context_chars: int | None = None,
@@ -206,6 +273,7 @@ class Embed(Component):
     """An embedding: `encoder(text) -> np.ndarray`."""
 
     OP = EmbedOp
+    INPUTS = ("text",)
 
     def __init__(self, label: str, encoder, *, tune: Sequence[Tune] = (), dims: int | None = None,
                  precision: str | None = None):
@@ -216,6 +284,7 @@ class Retrieve(Component):
     """A retrieval: `retriever(query) -> Hits` (query: a question or an embedding)."""
 
     OP = RetrieveOp
+    INPUTS = ("query",)
 
     def __init__(self, label: str, retriever, *, top_k: int, tune: Sequence[Tune] = ()):
         super().__init__(label, retriever, dict(top_k=top_k), list(tune))
@@ -225,6 +294,76 @@ class ToolCall(Component):
     """A tool call: `tools(request) -> calls`, routed by `router`."""
 
     OP = ToolCallOp
+    INPUTS = ("request",)
 
     def __init__(self, label: str, tools, router, *, tune: Sequence[Tune] = ()):
         super().__init__(label, tools, dict(router=router), list(tune))
+
+
+class Prompt(Component):
+    """A prompt-level LLM call: `call(*inputs) -> Answer`, one argument per `{name}`
+    field of `template` (in order of first use), the answer's text its first output
+    and each of `outputs` an attribute (`rewrite(q).query`), read from `name: value`
+    lines when there are several. An input named `contexts` (a list of passages) is
+    what the context cuts (passages, sentences, context_chars) act on. The model
+    must take a free prompt (`supports` has "template"); others are refused here."""
+
+    OP = GenerateOp
+
+    def __init__(self, label: str, model, *, template: str, outputs: Sequence[str] = ("text",),
+                 tune: Sequence[Tune] = (), max_new_tokens: int | None = None, passages: int | None = None,
+                 sentences: int | None = None, context_chars: int | None = None, precision: str | None = None,
+                 layers: int | None = None):
+        where = f"component '{label}'"
+        try:
+            fields = template_fields(template) if isinstance(template, str) else None
+        except ValueError as err:
+            raise ApproxError(f"{where}: {err} (a field is {{name}}; write {{{{ and }}}} for braces)",
+                              where="<component>") from None
+        if not fields:
+            raise ApproxError(f"{where}: the template needs at least one {{name}} field (its inputs)",
+                              where="<component>")
+        outputs = list(outputs) if not isinstance(outputs, str) else [outputs]
+        if not outputs or not all(isinstance(o, str) and o.isidentifier() for o in outputs) \
+                or len(set(outputs)) != len(outputs):
+            raise ApproxError(f"{where}: outputs are distinct names, at least one, got {outputs}", where="<component>")
+        cuts = [c for c, v in (("passages", passages), ("sentences", sentences), ("context_chars", context_chars))
+                if v is not None] + [t.parameter for t in tune if t.parameter in ("passages", "sentences",
+                                                                                  "context_chars")]
+        if cuts and "contexts" not in fields:
+            raise ApproxError(f"{where}: '{cuts[0]}' cuts the input named contexts, and the template has none",
+                              where="<component>")
+        self.INPUTS = tuple(fields)
+        super().__init__(label, model, dict(max_new_tokens=max_new_tokens, passages=passages, sentences=sentences,
+                                            context_chars=context_chars, precision=precision, layers=layers,
+                                            template=template, inputs=tuple(fields), outputs=tuple(outputs)),
+                         list(tune))
+        for provider in self.providers():  # a substitute or cascade stage must take the prompt too
+            check_supported(self.OP.name, "template", [provider], label)
+
+
+class RunTool(Component):
+    """A tool the program runs: `call(*args) -> the tool's result`, one argument per
+    parameter of the tool (a Python function with annotated parameters, or a `Tool`
+    of a `ToolRegistry`); its knobs: `Tune.skip(fallback=...)`, `Tune.substitute("tool",
+    cheaper_fn)` (same parameters) and `Tune.memoize(n)`."""
+
+    OP = ToolRunOp
+
+    def __init__(self, label: str, tool, *, tune: Sequence[Tune] = ()):
+        from frontends.components.tools.registry import tool_of
+
+        tool = tool_of(tool)
+        tune = [replace(t, values=tuple(tool_of(v) for v in t.values)) if t.transform_type == "func_substitute"
+                else t for t in tune]
+        for t in tune:
+            for other in t.providers():
+                if list(other.properties) != list(tool.properties):
+                    raise ApproxError(f"component '{label}': substitute '{other.name}' takes "
+                                      f"({', '.join(other.properties)}), not ({', '.join(tool.properties)}) "
+                                      f"as '{tool.name}' does", where="<component>")
+        if tool.fn is None:
+            raise ApproxError(f"component '{label}': tool '{tool.name}' is described only (nothing to run)",
+                              where="<component>")
+        self.INPUTS = tuple(tool.properties)
+        super().__init__(label, tool, {}, list(tune))

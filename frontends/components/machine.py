@@ -26,7 +26,7 @@ PROBE_FILE = "knob_probe.json"
 
 def cpu_model_and_flags() -> tuple[str, list[str]]:
     """(the CPU's model name, the decisive flags it has), from /proc/cpuinfo where there is one."""
-    model, flags = platform.processor() or platform.machine(), set()
+    model, flags = platform.processor() or platform.machine(), set[str]()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")

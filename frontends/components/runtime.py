@@ -8,12 +8,19 @@ nowhere else:
 
 - generate: the contexts are cut (`GenerateSettings.cut`), then
   `model.answer_with(question, contexts, settings)` (the model's variant for
-  `precision` and `layers`, at most `max_new_tokens`);
+  `precision` and `layers`, at most `max_new_tokens`); with a `template` (a
+  prompt-level call) the input named `contexts` is cut, the template filled in
+  (`llm.prompting.fill`) and `model.complete_with(prompt, outputs, settings)`
+  answers, its outputs read from `name: value` lines;
 - embed: `encoder.embed([text])[0]` by the encoder's variant for `precision`,
   the first `dims` dimensions renormalised;
 - retrieve: `retriever.search(query, top_k, **the settings it applies)`
   (preprocess, terms, docs, dims, precision: those the retriever supports);
 - tool_call: `tools.call(request, router)` with the router's provider;
+- tool_run: `tool.run(*args)`: the registered tool, its arguments validated;
+- fallback (a skipped call): its input or constant, as the skipped op's result
+  (a generate op's: an answer whose text and outputs are it; a retrieve op's:
+  hits of those ids);
 - confidence: the answer's confidence (an error when the model gives none);
 - `cache = n` on any op: results are kept for the last n distinct inputs.
 A provider gets the settings it `supports` (a knob of a component label may
@@ -41,14 +48,17 @@ from typing import Any
 import numpy as np
 from xdsl.ir import Operation
 
-from approx_dialect.component import ConfidenceOp, EmbedOp, GenerateOp, RetrieveOp, ToolCallOp
+from approx_dialect.component import ConfidenceOp, EmbedOp, FallbackOp, GenerateOp, RetrieveOp, ToolCallOp, ToolRunOp
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.settings import (
     EmbedSettings,
+    FallbackSettings,
     GenerateSettings,
     RetrieveSettings,
     Settings,
     ToolCallSettings,
+    ToolRunSettings,
+    supports,
 )
 
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {}
@@ -169,15 +179,24 @@ class ComponentRuntime:
 
 
 @implements(GenerateOp)
-def generate(runtime: ComponentRuntime, s: GenerateSettings, question, contexts):
+def generate(runtime: ComponentRuntime, s: GenerateSettings, *args):
     model = runtime.provider(s.model, s.OP)
-    return model.answer_with(question, s.cut(question, contexts), s.for_provider(model))
+    if s.template is None:
+        question, contexts = args
+        return model.answer_with(question, s.cut(question, contexts), s.for_provider(model))
+    from frontends.components.llm.prompting import fill
+
+    values = dict(zip(s.inputs, args))
+    if "contexts" in values:
+        words = " ".join(str(v) for k, v in values.items() if k != "contexts")
+        values["contexts"] = s.cut(words, values["contexts"])
+    return model.complete_with(fill(s.template, values, s.outputs), s.outputs, s.for_provider(model))
 
 
 @implements(EmbedOp)
 def embed(runtime: ComponentRuntime, s: EmbedSettings, text):
     encoder = runtime.provider(s.encoder, s.OP)
-    if s.for_provider(encoder).precision:
+    if s.precision is not None and "precision" in supports(encoder):  # as for_provider keeps it
         encoder = encoder.variant_for(s)
     v = np.asarray(encoder.embed([text])[0])
     if s.dims:
@@ -196,6 +215,30 @@ def retrieve(runtime: ComponentRuntime, s: RetrieveSettings, query):
 def tool_call(runtime: ComponentRuntime, s: ToolCallSettings, request):
     tools = runtime.provider(s.tools, s.OP)
     return tools.call(request, runtime.provider(s.router, s.OP))
+
+
+@implements(ToolRunOp)
+def tool_run(runtime: ComponentRuntime, s: ToolRunSettings, *args):
+    return runtime.provider(s.tool, s.OP).run(*args)
+
+
+@implements(FallbackOp)
+def fallback(runtime: ComponentRuntime, s: FallbackSettings, *inputs):
+    value = s.value if s.has_value else inputs[0]
+    if s.of == GenerateOp.name:
+        from frontends.components.llm.base import fallback_answer
+
+        return fallback_answer(value, s.outputs)
+    if s.of == RetrieveOp.name:
+        from frontends.components.retrieval.ranking import Hits
+
+        try:
+            ids = np.asarray(value, dtype=np.int64).reshape(-1)
+        except (TypeError, ValueError):
+            raise ApproxError(f"a skipped retrieval returns document ids, not {value!r:.60}",
+                              where="<components>") from None
+        return Hits(ids, np.zeros(len(ids)))
+    return value
 
 
 @implements(ConfidenceOp)

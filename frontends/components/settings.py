@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr
 from xdsl.ir import Attribute
 
 from approx_dialect.diagnostics import ApproxError
@@ -67,12 +67,17 @@ class Settings:
 class GenerateSettings(Settings):
     """`component.generate`: the model answers with at most `max_new_tokens` tokens, in
     `precision`, with its first `layers` layers (an early exit); the contexts are cut
-    (`cut`) before it reads them."""
+    (`cut`) before it reads them. With a `template` (a prompt-level call: a model
+    that `supports` it completes a free prompt), `inputs` names the operands and
+    `outputs` the fields of the answer."""
 
     OP: ClassVar[str] = "component.generate"
     PROVIDER: ClassVar[str] = "model"
-    PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset({"max_new_tokens", "precision", "layers"})
+    PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset({"max_new_tokens", "precision", "layers", "template"})
     model: str = ""
+    template: str | None = None
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
     max_new_tokens: int | None = None
     precision: str | None = None
     layers: int | None = None
@@ -135,6 +140,38 @@ class ToolCallSettings(Settings):
 
 
 @dataclass(frozen=True)
+class ToolRunSettings(Settings):
+    """`component.tool_run`: the registered tool `tool` runs on the operands."""
+
+    OP: ClassVar[str] = "component.tool_run"
+    PROVIDER: ClassVar[str] = "tool"
+    tool: str = ""
+
+
+@dataclass(frozen=True)
+class FallbackSettings(Settings):
+    """`component.fallback`: a skipped call of op `of` returns its input, or `value`
+    (`has_value`), shaped as that op's result (a generate op's with `outputs`)."""
+
+    OP: ClassVar[str] = "component.fallback"
+    of: str = ""
+    value: Any = None
+    has_value: bool = False
+    outputs: tuple[str, ...] = ()
+
+    @classmethod
+    def from_properties(cls, properties: dict[str, Attribute]) -> Settings:
+        from approx_dialect.pyobj import const_value
+
+        value = properties.get("value")
+        return cls(of=_value("of", properties["of"]), value=None if value is None else const_value(value),
+                   has_value=value is not None, outputs=_value("outputs", properties.get("outputs", ArrayAttr([]))))
+
+    def providers(self) -> tuple[str, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
 class ConfidenceSettings(Settings):
     """`component.confidence`: no settings (an answer's confidence)."""
 
@@ -145,7 +182,8 @@ class ConfidenceSettings(Settings):
 
 
 SETTINGS: dict[str, type[Settings]] = {s.OP: s for s in (GenerateSettings, EmbedSettings, RetrieveSettings,
-                                                          ToolCallSettings, ConfidenceSettings)}
+                                                          ToolCallSettings, ToolRunSettings, ConfidenceSettings,
+                                                          FallbackSettings)}
 
 
 def settings_of(op: str, properties: dict[str, Attribute]) -> Settings:
@@ -166,7 +204,8 @@ def check_supported(op: str, setting: str, providers: Sequence, label: str) -> N
     if setting not in SETTINGS[op].PROVIDER_SETTINGS or any(setting in supports(p) for p in providers):
         return
     names = ", ".join(dict.fromkeys(getattr(p, "name", type(p).__name__) for p in providers))
-    raise ApproxError(f"component '{label}' ({op}): '{setting}' is not supported by its provider {names}",
+    what = " (it cannot take a free prompt)" if setting == "template" else ""
+    raise ApproxError(f"component '{label}' ({op}): '{setting}' is not supported by its provider {names}{what}",
                       where="<component>")
 
 
@@ -177,6 +216,8 @@ def _value(name: str, attr: Attribute):
         return int(attr.value.data)
     if isinstance(attr, StringAttr):
         return attr.data
+    if isinstance(attr, ArrayAttr) and all(isinstance(a, StringAttr) for a in attr.data):
+        return tuple(a.data for a in attr.data)
     if is_precision(attr):
         return backend_of(attr)
     raise ApproxError(f"component attribute {name} = {attr} has no runtime meaning", where="<components>")

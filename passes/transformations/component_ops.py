@@ -9,8 +9,11 @@ transform_type has elsewhere (knob 0 changes nothing: exact):
   becomes the cheaper values[k-1];
 - `precision_reduce`: precision = values[k-1] (a type of `approx_dialect.precision`);
 - `memoize`: cache = values[k-1] (the call's results are kept for that many inputs);
-- `task_skipping`: k = 1 drops the op; its result is None (`pyobj.const unit`),
-  which the program reads as "step skipped" (the parameter only names the knob);
+- `task_skipping`: k = 1 drops the op; its result is its declared fallback, a
+  `component.fallback` returning the op's operand `input` passed through or the
+  constant of `values`, shaped as the op's result (without either: None, a
+  `pyobj.const unit` the program reads as "step skipped"); the parameter only
+  names the knob; later knobs of a skipped label have nothing left to rewrite;
 - `cascade` (parameter `model`): k in 1..V*T starts at the cheaper model
   values[(k-1) // T], keeps its answer when `component.confidence` >=
   thresholds[(k-1) % T], else asks the next one, ending at the op itself (an
@@ -29,7 +32,8 @@ from xdsl.ir import Block, Operation, Region
 
 from approx_dialect import TransformOp, symbol_name
 from approx_dialect.cascade import decode
-from approx_dialect.component import AnnotationComponentOp, ComponentOp, ConfidenceOp, GenerateOp
+from approx_dialect.component import ComponentOp, ConfidenceOp, FallbackOp, GenerateOp
+from approx_dialect.component_knobs import AnnotationComponentOp
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import ConstOp
 from passes.ir_utils import parent_func
@@ -39,6 +43,8 @@ def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
     """The ops the knob rewrites; an error when the parameter is not theirs."""
     label, parameter = ann.component.data, ann.parameter.data
     ops = [op for op in module.walk() if isinstance(op, ComponentOp) and op.component.data == label]
+    if not ops and any(isinstance(op, FallbackOp) and op.component.data == label for op in module.walk()):
+        return []  # the label's calls were skipped: nothing left to rewrite
     if not ops:
         raise ApproxError(f"knob '{ann.knob_name()}': no component op labelled '{label}' in the module", ann)
     for op in ops:
@@ -54,12 +60,24 @@ def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
     return ops
 
 
-def _skip(op: ComponentOp) -> None:
-    none = ConstOp(UnitAttr())
-    none.location = op.location
-    op.parent_block().insert_op_before(none, op)
+def _skip(op: ComponentOp, ann: AnnotationComponentOp) -> None:
+    """op -> its fallback: operand `input` passed through, the constant of `values`, or None."""
+    values = list(ann.values.data)
+    if ann.input is not None:
+        i = ann.input.value.data
+        if i >= len(op.operands):
+            raise ApproxError(f"knob '{ann.knob_name()}': fallback input {i} is out of range ({op.name} "
+                              f"labelled '{op.component.data}' has {len(op.operands)} inputs)", ann)
+        new: Operation = FallbackOp([op.operands[i]], op.component.data, op.name,
+                                    outputs=op.properties.get("outputs"))
+    elif values:
+        new = FallbackOp([], op.component.data, op.name, values[0], outputs=op.properties.get("outputs"))
+    else:
+        new = ConstOp(UnitAttr())
+    new.location = op.location
+    op.parent_block().insert_op_before(new, op)
     for r in op.results:
-        r.replace_all_uses_with(none.result)
+        r.replace_all_uses_with(new.results[0])
     op.detach()
     op.erase()
 
@@ -107,7 +125,7 @@ def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, re
     values = list(ann.values.data)
     for op in ops:
         if ttype == "task_skipping":
-            _skip(op)
+            _skip(op, ann)
         elif ttype == "cascade":
             if op.properties["model"] in values:
                 continue  # already a cheaper model: nothing to escalate from

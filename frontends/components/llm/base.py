@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm.prompting import first_line, read_fields
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,9 @@ class Answer:
     `tokens_used` = prompt/input tokens + generated tokens; `new_tokens` = tokens
     the decoding loop produced (answer tokens for an extractive reader);
     `stages` = (model name, confidence) of every model asked, in order;
-    `error` = why a fallback answered (the failed model's error line)."""
+    `error` = why a fallback answered (the failed model's error line);
+    `fields` = (name, value) of a prompt-level call's outputs, each also an
+    attribute (`rewrite(q).query`)."""
 
     text: str
     confidence: float | None
@@ -36,10 +39,26 @@ class Answer:
     new_tokens: int = 0
     stages: tuple[tuple[str, float | None], ...] = field(default=())
     error: str | None = None
+    fields: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def score(self) -> float | None:
         return self.confidence
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "fields":
+            raise AttributeError(name)
+        for key, value in self.fields:
+            if key == name:
+                return value
+        raise AttributeError(f"the answer has no field '{name}' (fields: {[k for k, _ in self.fields]})")
+
+
+def fallback_answer(value, outputs=()) -> Answer:
+    """A skipped generate call's answer: `value` (as text) is its text and each of its
+    outputs; no model ran (confidence None, nothing spent)."""
+    text = "" if value is None else str(value)
+    return Answer(text, None, 0, 0.0, "fallback", fields=tuple((o, text) for o in outputs))
 
 
 class AnswerModel(ABC):
@@ -55,6 +74,35 @@ class AnswerModel(ABC):
         """The answer under a generate op's settings (contexts already cut): the
         variant its precision and layers select, at most its max_new_tokens."""
         return self.variant_for(settings).answer(question, contexts, settings.max_new_tokens)
+
+    def complete_with(self, prompt: str, outputs, settings) -> Answer:
+        """A prompt-level call under a generate op's settings: the variant its precision
+        and layers select completes `prompt`; `outputs` are read from what it wrote."""
+        return self.variant_for(settings).complete(prompt, outputs, settings.max_new_tokens)
+
+    def complete(self, prompt: str, outputs=("text",), max_new_tokens: int | None = None) -> Answer:
+        """The model's completion of a free prompt, timed; its text and fields are the
+        outputs read from it (`prompting.read_fields`). Only models whose `supports`
+        has "template" take a free prompt (declarations of others are refused)."""
+        if "template" not in self.supports:
+            raise ApproxError(f"'{self.name}' cannot take a free prompt", where=self.name)
+        start = time.perf_counter()
+        try:
+            ans = self._complete(prompt, max_new_tokens, one_line=len(outputs) == 1)
+        except ApproxError:
+            raise
+        except Exception as err:  # a backend's bug or crash: one line naming the model
+            raise ApproxError(f"model '{self.name}' failed: {type(err).__name__}: {err}", where=self.name) from None
+        check_answer(ans, self.name)
+        fields = read_fields(ans.text, list(outputs))
+        text = fields[outputs[0]] if len(outputs) == 1 else ans.text.strip()
+        return replace(ans, text=text, fields=tuple(fields.items()), seconds=time.perf_counter() - start,
+                       stages=ans.stages or ((ans.model, ans.confidence),))
+
+    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool) -> Answer:
+        """What the model writes after `prompt` (models that take free prompts override it;
+        `one_line`: only the first line is read, so decoding may stop at its end)."""
+        raise ApproxError(f"'{self.name}' cannot take a free prompt", where=self.name)
 
     def variant_for(self, settings) -> AnswerModel:
         """The model itself: it has no variants (see `Variants` for models that do)."""
@@ -162,7 +210,5 @@ def parse_prompt(prompt: str) -> tuple[str, list[str]]:
     return question, [t.rstrip("\n") for t in parts[2::2]]
 
 
-def first_line(text: str) -> str:
-    """Generated text up to its first line break, stripped: the answer of a
-    generative model (what follows is the model continuing the prompt's pattern)."""
-    return text.strip().split("\n", 1)[0].strip()
+__all__ = ["Answer", "AnswerModel", "first_line", "build_prompt", "parse_prompt", "limit_contexts",
+           "select_sentences", "fallback_answer", "check_answer"]

@@ -37,7 +37,7 @@ class Generation:
 
 
 class CausalLM(Variants, AnswerModel):
-    supports = frozenset({"max_new_tokens", "precision"})
+    supports = frozenset({"max_new_tokens", "precision", "template"})
 
     def __init__(self, model, tokenizer, name: str = "causal-lm", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
@@ -107,6 +107,11 @@ class CausalLM(Variants, AnswerModel):
         g = self.generate(build_prompt(question, contexts), max_new_tokens)
         return Answer(first_line(g.text), sequence_confidence(g.logprobs), g.prompt_tokens + len(g.token_ids),
                       0.0, self.name, new_tokens=len(g.token_ids))
+
+    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool) -> Answer:
+        g = self.generate(prompt, max_new_tokens, ("\n",) if one_line else ())
+        return Answer(g.text, sequence_confidence(g.logprobs), g.prompt_tokens + len(g.token_ids), 0.0, self.name,
+                      new_tokens=len(g.token_ids))
 
 
 def sequence_confidence(logprobs) -> float:

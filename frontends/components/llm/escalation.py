@@ -101,8 +101,17 @@ class Fallback(AnswerModel):
                         self.checker, self.errors, self.name)
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+        return self._either(lambda model: model.answer(question, contexts, max_new_tokens))
+
+    def complete(self, prompt: str, outputs=("text",), max_new_tokens: int | None = None) -> Answer:
+        """A prompt-level call: the primary's completion, else the recovery's."""
+        if "template" not in self.supports:
+            raise ApproxError(f"'{self.name}' cannot take a free prompt", where=self.name)
+        return self._either(lambda model: model.complete(prompt, outputs, max_new_tokens))
+
+    def _either(self, ask: Callable[[AnswerModel], Answer]) -> Answer:
         try:
-            first = self.primary.answer(question, contexts, max_new_tokens)
+            first = ask(self.primary)
         except self.errors as err:
             why, stage, tokens = str(err).splitlines()[0], (self.primary.name, None), 0
         else:
@@ -110,5 +119,5 @@ class Fallback(AnswerModel):
                 return first
             why, stage, tokens = f"checker rejected the answer of {first.model}", (first.model, first.confidence), \
                 first.tokens_used
-        ans = self.recover.answer(question, contexts, max_new_tokens)
+        ans = ask(self.recover)
         return replace(ans, tokens_used=tokens + ans.tokens_used, stages=(stage, *ans.stages), error=why)

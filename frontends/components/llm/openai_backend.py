@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import queue
 import threading
+from dataclasses import replace
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import INSTRUCTION, Answer, AnswerModel, build_prompt, first_line
@@ -23,7 +24,11 @@ DEFAULT_TIMEOUT = 30.0
 class OpenAIAnswerModel(AnswerModel):
     """`api="completions"` sends `build_prompt(question, contexts)` to
     /v1/completions; `api="chat"` sends it as the user message (after a system
-    message with the instruction) to /v1/chat/completions."""
+    message with the instruction) to /v1/chat/completions. A prompt-level call
+    (`complete`) sends its prompt alone (the user message, no system message).
+    Each answer's `seconds` is the time of its request."""
+
+    supports = frozenset({"max_new_tokens", "template"})
 
     def __init__(self, base_url: str, model: str, *, api: str = "completions", api_key: str = "none",
                  timeout: float = DEFAULT_TIMEOUT, max_new_tokens: int = 32, logprobs: bool = True,
@@ -39,14 +44,14 @@ class OpenAIAnswerModel(AnswerModel):
         self.name = name or f"{model}@{self.base_url}"
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=self.timeout, max_retries=0)
 
-    def _request(self, prompt: str, max_tokens: int):
+    def _request(self, prompt: str, max_tokens: int, system: str | None = INSTRUCTION):
         """The response within `timeout` seconds in all: the client's own timeout is
         per read, so a server sending a byte now and then would hold it for ever."""
         box: queue.Queue = queue.Queue(1)
 
         def run():
             try:
-                box.put((True, self._send(prompt, max_tokens)))
+                box.put((True, self._send(prompt, max_tokens, system)))
             except BaseException as err:  # noqa: BLE001 - handed to the caller below
                 box.put((False, err))
 
@@ -60,12 +65,13 @@ class OpenAIAnswerModel(AnswerModel):
             raise value
         return value
 
-    def _send(self, prompt: str, max_tokens: int):
+    def _send(self, prompt: str, max_tokens: int, system: str | None):
         import openai
 
         try:
             if self.api == "chat":
-                messages = [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": prompt}]
+                messages = [{"role": "system", "content": system}] if system else []
+                messages.append({"role": "user", "content": prompt})
                 return self.client.chat.completions.create(model=self.model, messages=messages, max_tokens=max_tokens,
                                                            temperature=0.0, logprobs=self.logprobs or None)
             return self.client.completions.create(model=self.model, prompt=prompt, max_tokens=max_tokens,
@@ -85,8 +91,16 @@ class OpenAIAnswerModel(AnswerModel):
                               where=self.base_url) from None
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
-        n = max_new_tokens or self.max_new_tokens
-        resp = self._request(build_prompt(question, contexts), n)
+        resp = self._request(build_prompt(question, contexts), max_new_tokens or self.max_new_tokens)
+        ans = self._read(resp)
+        return replace(ans, text=first_line(ans.text))
+
+    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool) -> Answer:
+        return self._read(self._request(prompt, max_new_tokens or self.max_new_tokens, system=None))
+
+    def _read(self, resp) -> Answer:
+        """The answer of a response (its whole text); a response without choices,
+        text or sane log-probabilities is one ApproxError line."""
         if not getattr(resp, "choices", None):
             raise ApproxError(f"answer for model '{self.model}' has no choices", where=self.base_url)
         choice = resp.choices[0]
@@ -102,7 +116,7 @@ class OpenAIAnswerModel(AnswerModel):
         completion = getattr(usage, "completion_tokens", None) or (len(lps) if lps else 0)
         total = getattr(usage, "total_tokens", None) or completion
         conf = math.exp(sum(lps) / len(lps)) if lps else None
-        return Answer(first_line(text), conf, int(total), 0.0, self.name, new_tokens=int(completion))
+        return Answer(text, conf, int(total), 0.0, self.name, new_tokens=int(completion))
 
 
 def _logprobs(choice, api: str) -> list[float] | None:

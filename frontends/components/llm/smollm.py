@@ -203,8 +203,13 @@ def chat_prompt(tokenizer, question: str, contexts, prompt=build_prompt) -> str:
     """The prompt the model is trained and asked with: `prompt(question, contexts)`
     (`build_prompt` for answers) as the user turn of the model's chat template,
     the assistant turn opened."""
-    return tokenizer.apply_chat_template([{"role": "user", "content": prompt(question, contexts)}],
-                                         tokenize=False, add_generation_prompt=True)
+    return chat_turn(tokenizer, prompt(question, contexts))
+
+
+def chat_turn(tokenizer, content: str) -> str:
+    """`content` as the user turn of the model's chat template, the assistant turn opened."""
+    return tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                         add_generation_prompt=True)
 
 
 class LineEnd:
@@ -226,7 +231,7 @@ class SmolLM2(Variants, AnswerModel):
     task's adapters come with their `prompt`); variants (`variant(precision, layers)`)
     are built once and share the loaded weights."""
 
-    supports = frozenset({"max_new_tokens", "precision", "layers"})
+    supports = frozenset({"max_new_tokens", "precision", "layers", "template"})
     compiled_decode = True  # on CUDA: decode with `gpu_decode` (False: transformers' eager generate, the reference)
 
     def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
@@ -265,10 +270,15 @@ class SmolLM2(Variants, AnswerModel):
         ending at end of turn / sequence (`stop_ids`) or, with `stop_at_line_end`, at the
         line break that ends the answer (the answer is the first line: tokens after it
         would be thrown away)."""
+        return self.generate_turn(self.prompt(question, contexts), max_new_tokens, stop_at_line_end)
+
+    @torch.inference_mode()
+    def generate_turn(self, content: str, max_new_tokens: int | None = None, stop_at_line_end: bool = True):
+        """`generate` for the user turn `content` (a free prompt)."""
         from transformers import GenerationConfig, StoppingCriteriaList
 
         n = max_new_tokens or self.max_new_tokens
-        enc = self.tokenizer(chat_prompt(self.tokenizer, question, contexts, self.prompt), return_tensors="pt")
+        enc = self.tokenizer(chat_turn(self.tokenizer, content), return_tensors="pt")
         ids, mask = enc["input_ids"].to(self.model.device), enc["attention_mask"].to(self.model.device)
         window = self.model.config.max_position_embeddings
         if ids.shape[1] + n > window:
@@ -308,3 +318,8 @@ class SmolLM2(Variants, AnswerModel):
         new, logps, prompt = self.generate(question, contexts, max_new_tokens)
         text = first_line(self.tokenizer.decode(new, skip_special_tokens=True))
         return Answer(text, sequence_confidence(logps), prompt + len(new), 0.0, self.name, new_tokens=len(new))
+
+    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool) -> Answer:
+        new, logps, n_prompt = self.generate_turn(prompt, max_new_tokens, one_line)
+        return Answer(self.tokenizer.decode(new, skip_special_tokens=True), sequence_confidence(logps),
+                      n_prompt + len(new), 0.0, self.name, new_tokens=len(new))

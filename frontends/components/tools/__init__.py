@@ -13,13 +13,13 @@ from frontends.components.tools.bfcl import (
     load_bfcl,
     parse_calls,
 )
-from frontends.components.tools.registry import Tool, ToolRegistry
+from frontends.components.tools.registry import Tool, ToolRegistry, tool_of
 from frontends.components.tools.runner import ToolRunner
 from frontends.components.tools.schema import tool_schema
 from frontends.components.tools.triage import EmbeddingTriage, KeywordTriage
 
 __all__ = [
     "CheckResult", "check", "check_call", "CATEGORIES", "BfclItem", "ast_accuracy", "bfcl_registry",
-    "format_calls", "load_bfcl", "parse_calls", "ToolRunner", "Tool", "ToolRegistry", "tool_schema",
+    "format_calls", "load_bfcl", "parse_calls", "ToolRunner", "Tool", "ToolRegistry", "tool_of", "tool_schema",
     "EmbeddingTriage", "KeywordTriage",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,38 @@ class Tool:
     @property
     def properties(self) -> dict[str, dict]:
         return dict(self.schema.get("parameters", {}).get("properties", {}))
+
+    def run(self, *args) -> Any:
+        """The tool run on `args`, one per parameter in order, checked against the schema
+        (a `component.tool_run` op's call); what it raises, a timeout or a result its
+        `check` rejects is one ApproxError naming it."""
+        where, props = f"tool {self.name}", self.properties
+        if self.fn is None:
+            raise ApproxError("is described only (no Python implementation to run)", where=where)
+        if len(args) != len(props):
+            raise ApproxError(f"takes {len(props)} argument(s) ({', '.join(props)}), got {len(args)}", where=where)
+        kwargs = {k: check_value(v, props[k], f"{where}, parameter '{k}'") for k, v in zip(props, args)}
+        result = run_tool(self.fn, kwargs, self.timeout, where)
+        if self.check is not None and not self.check(result):
+            raise ApproxError(f"returned garbage: {type(result).__name__} {result!r:.80}", where=where)
+        return result
+
+
+_REGISTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def tool_of(fn: Callable | Tool) -> Tool:
+    """`fn` as a registered tool (its schema from its annotations and docstring; one Tool
+    per function, so components sharing it share its symbol); a Tool as it is."""
+    if isinstance(fn, Tool):
+        return fn
+    if not callable(fn):
+        raise ApproxError(f"a tool is a Python function or a registered Tool, got {type(fn).__name__}", where="tool")
+    tool = _REGISTERED.get(fn)
+    if tool is None:
+        schema = tool_schema(fn)
+        tool = _REGISTERED[fn] = Tool(schema["name"], schema["description"], schema, fn)
+    return tool
 
 
 def check_value(value: Any, prop: dict, where: str) -> Any:
