@@ -305,13 +305,9 @@ class Measurer:
 
     # ------------------------------------------------------------ measuring
 
-    def qos(self, outputs: list, n: int) -> tuple[float, float, float]:
-        """(QoS loss, mean quality, standard error of the loss) of outputs of the first n inputs."""
-        loss, quality, se, _ = self.qos_scores(outputs, n)
-        return loss, quality, se
-
-    def qos_scores(self, outputs: list, n: int) -> tuple[float, float, float, np.ndarray]:
-        """`qos` and the per-input scores of the outputs (for the loss's interval)."""
+    def qos(self, outputs: list, n: int) -> tuple[float, float, float, np.ndarray]:
+        """(QoS loss, mean quality, standard error of the loss, per-input scores) of
+        outputs of the first n inputs (the scores give the loss's interval)."""
         refs = (self.references if self.references is not None else self.exact_outputs)[:n]
         scores = self.metric.scores(outputs, refs)
         exact = self.exact_scores[:n]
@@ -336,7 +332,7 @@ class Measurer:
         untimed = getattr(self.program, "untimed", None)
         with untimed() if callable(untimed) else contextlib.nullcontext():
             outputs = self._run(fn, inputs)  # the warm-up pass
-        loss, quality, se, scores = self.qos_scores(outputs, n)
+        loss, quality, se, scores = self.qos(outputs, n)
         loss_low, loss_high = self.loss_interval(scores, n)
         money = self._money(config, inputs, outputs)
         if self.objective == "money":

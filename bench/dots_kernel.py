@@ -11,22 +11,25 @@ import numpy as np
 KNOBS = (("d1", "loop_perforate_rescale"), ("d2", "loop_perforate_modulo_rescale"), ("d3", "loop_perforate_rescale"))
 
 
-def _dot(name: str) -> str:
-    return f"""
-  func.func @{name}(%a: memref<?xf64>, %b: memref<?xf64>, %n: index) -> f64 {{
+DOT_BODY = """
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %z = arith.constant 0.0 : f64
-    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {{
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
       %x = memref.load %a[%i] : memref<?xf64>
       %y = memref.load %b[%i] : memref<?xf64>
       %e = math.exp %x : f64
       %p = arith.mulf %e, %y : f64
       %s = arith.addf %acc, %p : f64
       scf.yield %s : f64
-    }}
+    }
     return %r : f64
-  }}"""
+  }"""  # sum of exp(a[i]) * b[i] over %n, after a function head over %a, %b, %n
+
+
+def _dot(name: str) -> str:
+    return f"""
+  func.func @{name}(%a: memref<?xf64>, %b: memref<?xf64>, %n: index) -> f64 {{{DOT_BODY}"""
 
 
 def kernel_text(knobs: int = 3) -> str:

@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.systems_bench import LEVELS, PAPER, SHAPE, SYSTEMS, TARGETS  # noqa: E402
+from examples.systems.row_figures import levels_text  # noqa: E402
 from frontends.quiet import quiet_third_party  # noqa: E402
 
 KERNELS = ("bm25", "kb", "kmeans", "lavamd", "pagerank")
@@ -223,9 +224,7 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
             lines.append(f"- most accurate configuration measured: {best['mode']} "
                          f"`{json.dumps(best['knobs'], sort_keys=True)}`, held-out QoS loss {_loss(best)} at "
                          f"{best['speedup']:.2f}x" + ("; it beats the exact program beyond the interval, so against "
-                         "it: " + "; ".join(f"{m} " + ", ".join(f"{x:.2f}x at <= {lv} %" for lv, x in v.items())
-                                            for m, v in best.get("levels", {}).items())
-                                            if best.get("beats_exact") else ""))
+                                                     f"it: {levels_text(best)}" if best.get("beats_exact") else ""))
         if d.get("qos_note"):
             lines.append(f"- {d['qos_note']}")
         if d.get("fixed"):

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autotuner import SearchSpace, config_key  # noqa: E402
+from bench.dots_kernel import DOT_BODY  # noqa: E402
 from passes.knobs import KnobSpec  # noqa: E402
 
 DIR = Path(__file__).resolve().parent / "landscapes"
@@ -145,20 +146,6 @@ LADDER_SIZES = (2_000, 4_000, 8_000, 16_000, 32_000)  # size class 0..4 = the la
 def ladder_text() -> str:
     """`@main(a1, b1, n1, cls, a2, b2, n2)`: a sum under a ladder on the size class
     `cls` (perforation decided per input) and a second sum under a static knob."""
-    body = """
-    %c0 = arith.constant 0 : index
-    %c1 = arith.constant 1 : index
-    %z = arith.constant 0.0 : f64
-    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (f64) {
-      %x = memref.load %a[%i] : memref<?xf64>
-      %y = memref.load %b[%i] : memref<?xf64>
-      %e = math.exp %x : f64
-      %p = arith.mulf %e, %y : f64
-      %s = arith.addf %acc, %p : f64
-      scf.yield %s : f64
-    }
-    return %r : f64
-  }"""
     return f"""module {{
   "approx.util.annotation.decision_tree"() <{{func_name = "per_size", transform_type = "loop_perforate_rescale",
     state_indices = array<i64: 3>, state_function = "size_class", num_thresholds = 1 : i32,
@@ -169,8 +156,8 @@ def ladder_text() -> str:
   func.func @size_class(%c: i32) -> i32 {{
     return %c : i32
   }}
-  func.func @per_size(%a: memref<?xf64>, %b: memref<?xf64>, %n: index, %c: i32) -> f64 {{{body}
-  func.func @fixed(%a: memref<?xf64>, %b: memref<?xf64>, %n: index) -> f64 {{{body}
+  func.func @per_size(%a: memref<?xf64>, %b: memref<?xf64>, %n: index, %c: i32) -> f64 {{{DOT_BODY}
+  func.func @fixed(%a: memref<?xf64>, %b: memref<?xf64>, %n: index) -> f64 {{{DOT_BODY}
   func.func @main(%a1: memref<?xf64>, %b1: memref<?xf64>, %n1: index, %c: i32,
                   %a2: memref<?xf64>, %b2: memref<?xf64>, %n2: index) -> (f64, f64) {{
     %r1 = func.call @per_size(%a1, %b1, %n1, %c) : (memref<?xf64>, memref<?xf64>, index, i32) -> f64

@@ -79,7 +79,7 @@ def demo(args) -> int:
         os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device()
 
     from autotuner import describe_machine
-    from examples.systems.row_figures import most_accurate
+    from examples.systems.row_figures import levels_text, most_accurate
     from examples.systems.tuning import ROOT, default_tuning_qos, load_system, tune_system
 
     start = time.perf_counter()
@@ -111,8 +111,7 @@ def demo(args) -> int:
         print(f"the most accurate configuration measured ({best['mode']}, {best['knobs']}) answers better than the "
               f"exact program beyond its interval (QoS loss {100 * best['qos_loss']:.1f} % "
               f"[{100 * best['qos_loss_ci'][0]:.1f}, {100 * best['qos_loss_ci'][1]:.1f}]) at {best['speedup']:.2f}x; "
-              "against it: " + "; ".join(f"{m} " + ", ".join(f"{x:.2f}x at <= {lv} %" for lv, x in v.items())
-                                         for m, v in best["levels"].items()))
+              f"against it: {levels_text(best)}")
     print(f"re-measure the front as a user would: .venv/bin/approx-tune verify --out {rel}")
     return 0
 

@@ -68,3 +68,10 @@ def front_gaps(result) -> list[dict]:
             "speedup_eval_ci")
     return [{"mode": p.mode, "trial": p.trial, "knobs": {k: v for k, v in p.knobs.items() if v != {"knob_val": 0}},
              **{k: getattr(p, k) for k in keys}} for p in result.front]
+
+
+def levels_text(best: dict) -> str:
+    """The speedups against the most accurate point at each level, as people read them:
+    "static 2.00x at <= 3 %, ...; dynamic ..." (empty without levels)."""
+    return "; ".join(f"{mode} " + ", ".join(f"{x:.2f}x at <= {lv} %" for lv, x in levels.items())
+                     for mode, levels in (best.get("levels") or {}).items())
