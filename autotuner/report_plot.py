@@ -109,7 +109,7 @@ def axes_for(result, panels: list[list[Mark]], with_budget: bool = True, every_t
     shown = every if every_trial else [m for m in every if m.front is not None or not m.dominated]
     x_hi = max([budget] + [m.loss for m in shown])
     x_hi = max(x_hi * 1.06 if every_trial else x_hi * 1.12, 0.01 if with_budget else 1e-4)
-    x_lo = min([0.0] + [m.loss for m in (every if every_trial else shown)])
+    x_lo = min([0.0] + [m.loss for m in shown])
     x_lo = x_lo * 1.06 if every_trial else max(x_lo * 1.12, -x_hi)
     x_lo -= 0.03 * (x_hi - x_lo)  # room for the exact configuration's marker at loss 0
     inside = [m.speedup for m in every if m.loss <= x_hi and m.speedup > 0] or [1.0]

@@ -212,16 +212,21 @@ def chat_turn(tokenizer, content: str) -> str:
                                          add_generation_prompt=True)
 
 
+def ends_line(tokenizer, tokens) -> bool:
+    """Whether generated `tokens` hold a line break after some text: their first line, the
+    answer, is complete."""
+    return "\n" in tokenizer.decode(tokens, skip_special_tokens=True).lstrip()
+
+
 class LineEnd:
-    """A transformers stopping criterion: the generated text (after `start`) holds a
-    line break after some text, so its first line, the answer, is complete."""
+    """A transformers stopping criterion: `ends_line` of the tokens generated after `start`."""
 
     def __init__(self, tokenizer, start: int):
         self.tokenizer, self.start = tokenizer, start
 
     def __call__(self, input_ids, scores, **kwargs) -> torch.Tensor:
-        text = self.tokenizer.decode(input_ids[0, self.start:], skip_special_tokens=True)
-        return torch.full((input_ids.shape[0],), "\n" in text.lstrip(), dtype=torch.bool, device=input_ids.device)
+        done = ends_line(self.tokenizer, input_ids[0, self.start:])
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
 
 
 # ---------------------------------------------------------------- the answer model
@@ -310,7 +315,7 @@ class SmolLM2(Variants, AnswerModel):
         def stop(tokens):
             if tokens[-1] in eos:
                 return True
-            return stop_at_line_end and "\n" in self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()
+            return stop_at_line_end and ends_line(self.tokenizer, tokens)
 
         return decoder(ids, n, stop)
 
