@@ -169,7 +169,7 @@ def _pt(row: dict, mode: str, level) -> dict | None:
 
 
 def markdown(data: dict, details: dict, missing: dict, kept: list, command: str, seconds: float,
-             runs: dict | None = None) -> str:
+             runs: dict | None = None, gpu_details: dict | None = None) -> str:
     lines = ["# Results: compound AI systems and kernels", "",
              f"- machine: {data['machine']}", f"- commit: {data['commit']}",
              f"- command: `{command}` ({seconds / 60:.1f} min)", "",
@@ -209,45 +209,8 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
               + (f"; not: {', '.join(n for n, r in data['systems'].items() if r and n not in dyn_ok)}"
                  if any(r and n not in dyn_ok for n, r in data["systems"].items()) else "") + "."]
     for name, d in details.items():
-        model = (data["systems"].get(name) or {}).get("model")
-        lines += ["", f"### {name}", ""] + ([f"- answer model: {model}"] if model else []) + [
-                  f"- tuning questions {d.get('n_tune')}, evaluation {d.get('n_eval')}; "
-                  f"trials per mode {d.get('trials_per_mode')}; wall time (load, tune, evaluate, report) "
-                  f"{d.get('wall_seconds', 0):.0f} s; report: {repo_path(d.get('report', '-'))}"]
-        row = data["systems"].get(name) or {}
-        if row.get("machine") and row["machine"] != data["machine"]:
-            lines.append(f"- machine: {row['machine']}")
-        if row.get("load"):
-            lines.append(f"- while it ran: {load_text(row['load'])}")
-        best = row.get("most_accurate")
-        if best:
-            lines.append(f"- most accurate configuration measured: {best['mode']} "
-                         f"`{json.dumps(best['knobs'], sort_keys=True)}`, held-out QoS loss {_loss(best)} at "
-                         f"{best['speedup']:.2f}x" + ("; it beats the exact program beyond the interval, so against "
-                                                     f"it: {levels_text(best)}" if best.get("beats_exact") else ""))
-        if d.get("qos_note"):
-            lines.append(f"- {d['qos_note']}")
-        if d.get("fixed"):
-            lines.append("- fixed at exact (stage under 2 % of the exact time): "
-                         + ", ".join(f"{k} ({100 * v:.2f} %)" for k, v in d["fixed"].items()))
-        front = d.get("front", [])
-        if front:
-            lines += ["", "| mode | QoS loss tuning | speedup tuning | QoS loss held-out | speedup held-out "
-                      "| held-out vs tuning | knobs |", "|---|---|---|---|---|---|---|"]
-        for p in front:
-            loss = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
-            gap = (f"{100 * (p['speedup_eval'] / p['speedup_tune'] - 1):+.0f} %"
-                   if p.get("speedup_eval") and p.get("speedup_tune") else "-")
-            lines.append(f"| {p['mode']} | {loss(p.get('qos_loss_tune'))} | "
-                         f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})} | "
-                         f"{_loss({'qos_loss': p.get('qos_loss_eval'), 'qos_loss_ci': p.get('qos_loss_eval_ci')})} | "
-                         f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
-                         f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
-        for a in d.get("ablations") or []:
-            rows = ", ".join(f"{r['knob']} {100 * r['speedup_share']:.0f} %" for r in a["rows"]
-                             if r.get("speedup_share") is not None)
-            lines.append(f"- ablation, {a['label']} ({_x(a['speedup'], a)}): share of the speedup per knob "
-                         f"(each set back to exact, paired, {a.get('inputs', '')}): {rows or '-'}")
+        lines += detail_lines(name, data["systems"].get(name) or {}, d, data["machine"])
+    lines += gpu_lines(data, gpu_details or {})
     lines += ["", "## Kernels", "", "| kernel | mode | <= 1 % | <= 5 % | <= 10 % |", "|---|---|---|---|---|"]
     for name in KERNELS:
         row = data["kernels"].get(name)
@@ -261,12 +224,83 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
         lines += ["", "## Not run here", ""]
         lines += [f"- {k}: missing: {v}" for k, v in missing.items()]
         lines += [f"- {k}: kept from the previous bench/results.json"
-                  + ("" if k == "kernels" or (data["systems"].get(k) or {}).get("points") else
+                  + ("" if k == "kernels" or k.endswith("@cuda") or (data["systems"].get(k) or {}).get("points") else
                      " (timed before paired timing: the exact program's time taken once per split; knob names "
                      "of that commit)") + (
             f", made by `{runs[k]['command']}` ({runs[k]['minutes']:.1f} min, commit {runs[k]['commit']})"
             if runs and k in runs else "") for k in kept]
     return "\n".join(lines) + "\n"
+
+
+def detail_lines(name: str, row: dict, d: dict, top_machine: str) -> list[str]:
+    """One system's section: its sizes, machine and load, the most accurate point, its front."""
+    model = row.get("model")
+    lines = ["", f"### {name}", ""] + ([f"- answer model: {model}"] if model else []) + [
+              f"- tuning questions {d.get('n_tune')}, evaluation {d.get('n_eval')}; "
+              f"trials per mode {d.get('trials_per_mode')}; wall time (load, tune, evaluate, report) "
+              f"{d.get('wall_seconds', 0):.0f} s; report: {repo_path(d.get('report', '-'))}"]
+    if row.get("machine") and row["machine"] != top_machine:
+        lines.append(f"- machine: {row['machine']}")
+    if row.get("load"):
+        lines.append(f"- while it ran: {load_text(row['load'])}")
+    best = row.get("most_accurate")
+    if best:
+        lines.append(f"- most accurate configuration measured: {best['mode']} "
+                     f"`{json.dumps(best['knobs'], sort_keys=True)}`, held-out QoS loss {_loss(best)} at "
+                     f"{best['speedup']:.2f}x" + ("; it beats the exact program beyond the interval, so against "
+                                                 f"it: {levels_text(best)}" if best.get("beats_exact") else ""))
+    if d.get("qos_note"):
+        lines.append(f"- {d['qos_note']}")
+    if d.get("fixed"):
+        lines.append("- fixed at exact (stage under 2 % of the exact time): "
+                     + ", ".join(f"{k} ({100 * v:.2f} %)" for k, v in d["fixed"].items()))
+    front = d.get("front", [])
+    if front:
+        lines += ["", "| mode | QoS loss tuning | speedup tuning | QoS loss held-out | speedup held-out "
+                  "| held-out vs tuning | knobs |", "|---|---|---|---|---|---|---|"]
+    for p in front:
+        loss = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+        gap = (f"{100 * (p['speedup_eval'] / p['speedup_tune'] - 1):+.0f} %"
+               if p.get("speedup_eval") and p.get("speedup_tune") else "-")
+        lines.append(f"| {p['mode']} | {loss(p.get('qos_loss_tune'))} | "
+                     f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})} | "
+                     f"{_loss({'qos_loss': p.get('qos_loss_eval'), 'qos_loss_ci': p.get('qos_loss_eval_ci')})} | "
+                     f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
+                     f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
+    for a in d.get("ablations") or []:
+        rows = ", ".join(f"{r['knob']} {100 * r['speedup_share']:.0f} %" for r in a["rows"]
+                         if r.get("speedup_share") is not None)
+        lines.append(f"- ablation, {a['label']} ({_x(a['speedup'], a)}): share of the speedup per knob "
+                     f"(each set back to exact, paired, {a.get('inputs', '')}): {rows or '-'}")
+    return lines
+
+
+def gpu_lines(data: dict, details: dict) -> list[str]:
+    """The SmolLM2 systems run on a GPU beside their CPU rows: same program and
+    search, the LLM on CUDA with its compiled decode, wall-time speedups."""
+    gpu = {n: r for n, r in (data.get("gpu_systems") or {}).items() if r}
+    if not gpu:
+        return []
+    lines = ["", "## SmolLM2 systems on a CPU and on a GPU", "",
+             "The same programs and search (`bench/results.py --device cuda`); on the GPU the LLM runs with its "
+             "compiled decode (static KV cache, CUDA graphs) as the exact program, and times are wall time "
+             "(paired as on the CPU).", "",
+             "| system | device | mode | <= 3 % | <= 6 % | <= 9 % | exact s / query | QoS exact | trials |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, g in gpu.items():
+        shown = [(where, row) for where, row in (("CPU", data["systems"].get(name)), ("GPU", g)) if row]
+        for i, (where, row) in enumerate(shown):
+            for mode in ("static", "dynamic"):
+                first = mode == "static"
+                lines.append("| " + " | ".join([
+                    name if first and i == 0 else "", where if first else "", mode,
+                    *(_x(row[mode][str(p)], _pt(row, mode, p)) for p in LEVELS),
+                    f"{row['exact_seconds_per_query']:.3f}" if first else "",
+                    f"{row['qos_exact']:.3f}" if first and row["qos_exact"] is not None else "",
+                    str(row["trials"]) if first else ""]) + " |")
+    for name, d in details.items():
+        lines += detail_lines(f"{name} on a GPU", gpu.get(name) or {}, d, data["machine"])
+    return lines
 
 
 def main(argv=None) -> int:
@@ -335,6 +369,9 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
                            ablate_levels=ablate)}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}
+    gpu = args.device == "cuda"
+    if gpu:
+        return run_gpu(parts, sizes, args, argv, old, start, log)
     rows, details, missing = run_systems([p for p in SYSTEMS if p in parts], sizes, args.seed, log)
     kept = [n for n in SYSTEMS if n not in parts and old["systems"].get(n)]
     kept += keep_quiet_rows(old["systems"], rows, args.overwrite_quiet, log)
@@ -351,20 +388,54 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
             missing[n] = "not run"
     if all(v is None for v in kernels.values()) and "kernels" not in missing:
         missing["kernels"] = "not run"
-    data = {"systems": systems, "kernels": kernels, "machine": machine(), "commit": commit()}
+    data = {"systems": systems, "gpu_systems": old.get("gpu_systems", {}), "kernels": kernels,
+            "machine": machine(), "commit": commit()}
+    return write(data, {p: details.get(p) for p in parts}, missing, kept, argv, start)
+
+
+def run_gpu(parts: list[str], sizes: dict, args, argv, old: dict, start: float, log) -> int:
+    """The SmolLM2 systems with their LLM on CUDA: rows under `gpu_systems` (the CPU
+    rows, the kernels and the top-level machine stay as recorded)."""
+    from bench.systems_bench import GPU_SYSTEMS
+
+    other = [p for p in parts if p not in GPU_SYSTEMS]
+    if other:
+        print(f"error: --device cuda runs the SmolLM2 systems only ({', '.join(GPU_SYSTEMS)}), not "
+              f"{', '.join(other)}", file=sys.stderr)
+        return 1
+    rows, details, missing = run_systems(parts, sizes, args.seed, log)
+    gpu_old = old.get("gpu_systems") or {}
+    kept = keep_quiet_rows(gpu_old, rows, args.overwrite_quiet, log)
+    data = {**old, "gpu_systems": {n: rows[n] if n in parts else gpu_old.get(n) for n in GPU_SYSTEMS}}
+    data.setdefault("machine", machine())
+    data.setdefault("commit", commit())
+    missing = {f"{n} on a GPU": why for n, why in missing.items()}
+    return write(data, {f"{p}@cuda": details.get(p) for p in parts}, missing, [f"{n}@cuda" for n in kept], argv,
+                 start)
+
+
+def write(data: dict, part_details: dict, missing: dict, kept: list, argv, start: float) -> int:
+    """results.json, the runs' record (per part: command, commit, minutes, details) and results.md."""
     JSON_PATH.write_text(json.dumps(data, indent=2) + "\n")
     command = " ".join([".venv/bin/python", "bench/results.py", *(argv if argv is not None else sys.argv[1:])])
     runs = json.loads(RUNS_PATH.read_text()) if RUNS_PATH.is_file() else {}
-    for part in parts:
-        runs[part] = {"command": command, "commit": data["commit"], "minutes": (time.perf_counter() - start) / 60,
-                      "details": details.get(part)}
+    for part, d in part_details.items():
+        runs[part] = {"command": command, "commit": commit(), "minutes": (time.perf_counter() - start) / 60,
+                      "details": d}
     RUNS_PATH.write_text(json.dumps(runs, indent=2, default=str) + "\n")
-    details = {n: runs[n]["details"] for n in SYSTEMS if n in runs and runs[n].get("details")}
-    md = markdown(data, details, missing, kept, command, time.perf_counter() - start, runs)
+    cpu_details, gpu_details = run_details(runs)
+    md = markdown(data, cpu_details, missing, kept, command, time.perf_counter() - start, runs, gpu_details)
     MD_PATH.write_text(md)
     print(md)
     print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}")
     return 0
+
+
+def run_details(runs: dict) -> tuple[dict, dict]:
+    """({system: details} of the CPU rows, {system: details} of the GPU rows) from the runs' record."""
+    cpu = {n: runs[n]["details"] for n in SYSTEMS if (runs.get(n) or {}).get("details")}
+    gpu = {n: runs[f"{n}@cuda"]["details"] for n in SYSTEMS if (runs.get(f"{n}@cuda") or {}).get("details")}
+    return cpu, gpu
 
 
 def repo_path(path: str) -> str:
@@ -376,10 +447,11 @@ def repo_path(path: str) -> str:
 def render() -> int:
     """results.md from the recorded results (parts of several runs: each says its command)."""
     data, runs = json.loads(JSON_PATH.read_text()), json.loads(RUNS_PATH.read_text())
-    details = {n: runs[n]["details"] for n in SYSTEMS if n in runs and runs[n].get("details")}
-    kept = [n for n in (*SYSTEMS, "kernels") if n in runs]
+    details, gpu_details = run_details(runs)
+    kept = [n for n in (*SYSTEMS, "kernels") if n in runs] + [n for n in runs if n.endswith("@cuda")]
     missing = {n: "not run" for n in SYSTEMS if data["systems"].get(n) is None}
-    md = markdown(data, details, missing, kept, ".venv/bin/python bench/results.py --render (parts below)", 0.0, runs)
+    md = markdown(data, details, missing, kept, ".venv/bin/python bench/results.py --render (parts below)", 0.0, runs,
+                  gpu_details)
     MD_PATH.write_text(md.replace("## Not run here", "## Runs").replace(
         "kept from the previous bench/results.json, made by", "made by"))
     print(md)

@@ -81,6 +81,7 @@ def llm_precisions(llm) -> list[str]:
     machine (probed once: three SQuAD passages and a question, paired, cached per
     machine; `frontends.components.machine.paying_values`)."""
     from examples import squad
+    from examples.systems.common import device
     from frontends.components.machine import paying_values
 
     question = "Which team won the game?"
@@ -90,7 +91,7 @@ def llm_precisions(llm) -> list[str]:
         model = llm if precision is None else llm.with_precision(precision)
         model.answer(question, passages, LLM_TOKENS)
 
-    return paying_values(f"{llm.name}.precision", run_at, LLM_PRECISIONS,
+    return paying_values(f"{llm.name}.precision", run_at, LLM_PRECISIONS, device=device(),
                          log=lambda line: print(f"[knobs] {line}", flush=True))
 
 

@@ -39,10 +39,12 @@ TOKENS = (96, 64)  # writer.max_new_tokens knob values (exact: DEFAULT_MAX_NEW_T
 
 
 def load_writer():
-    """SmolLM2 with the tools adapters and their prompt."""
+    """SmolLM2 with the tools adapters and their prompt, on the run's device."""
+    from examples.systems.common import device
     from frontends.components.llm.smollm import SmolLM2
 
-    return SmolLM2.load(ADAPTER, name="smollm2_tools", prompt=tools_prompt, max_new_tokens=DEFAULT_MAX_NEW_TOKENS)
+    return SmolLM2.load(ADAPTER, name="smollm2_tools", prompt=tools_prompt, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
+                        device=device())
 
 
 def calls_or_cues(written, question: str, function: dict) -> list[dict]:

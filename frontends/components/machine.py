@@ -39,12 +39,28 @@ def cpu_model_and_flags() -> tuple[str, list[str]]:
     return model, [f for f in DECISIVE_FLAGS if f in flags]
 
 
-def machine_key() -> str:
-    """What decides a probe's figures: the CPU, its decisive instructions, torch's version."""
+def machine_key(device: str = "cpu") -> str:
+    """What decides a probe's figures: the CPU, its decisive instructions, torch's
+    version, and the GPU when the model runs on one."""
     import torch
 
     model, flags = cpu_model_and_flags()
-    return f"{model} [{' '.join(flags)}] torch {torch.__version__}"
+    key = f"{model} [{' '.join(flags)}] torch {torch.__version__}"
+    return f"{torch.cuda.get_device_name(device)} ({key})" if device.startswith("cuda") else key
+
+
+def _clock(device: str) -> Callable[[], float]:
+    """Thread CPU time on the CPU (it sees only this thread's work on a shared
+    machine); on a GPU wall time after the device has finished its queued work."""
+    if not device.startswith("cuda"):
+        return time.thread_time
+    import torch
+
+    def wall() -> float:
+        torch.cuda.synchronize(device)
+        return time.perf_counter()
+
+    return wall
 
 
 def _probe_path() -> Path:
@@ -61,36 +77,38 @@ def _read(path: Path) -> dict:
         return {}
 
 
-def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequence[str], rounds: int = 2) -> dict:
+def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequence[str], rounds: int = 2,
+                     device: str = "cpu") -> dict:
     """{value: exact time / time at value}: `run_at(None)` (exact) and `run_at(value)`
-    timed side by side in thread CPU time, alternating, the best of `rounds` each (one
+    timed side by side (`_clock`), alternating, the best of `rounds` each (one
     warm-up run of each first: it builds the value's variant)."""
+    clock = _clock(device)
     for v in (None, *candidates):
         run_at(v)
     best: dict = {}
     for r in range(rounds):
         for v in candidates:
             for which in ((None, v) if r % 2 == 0 else (v, None)):
-                t0 = time.thread_time()
+                t0 = clock()
                 run_at(which)
-                dt = time.thread_time() - t0
+                dt = clock() - t0
                 best[which] = min(best.get(which, dt), dt)
     return {v: round(best[None] / max(best[v], 1e-9), 3) for v in candidates}
 
 
 def paying_values(what: str, run_at: Callable[[str | None], object], candidates: Sequence[str],
                   min_gain: float = MIN_GAIN, log: Callable[[str], None] | None = print,
-                  refresh: bool = False) -> list[str]:
+                  refresh: bool = False, device: str = "cpu") -> list[str]:
     """The `candidates` of knob `what` (e.g. "smollm2.precision") that run at least
     `min_gain` times faster than the exact value on this machine: measured by
     `measure_speedups` on the first call, then read from the cache. `log` gets one
-    line per value left out, saying why."""
-    path, key = _probe_path(), machine_key()
+    line per value left out, saying why. `device`: where the model runs."""
+    path, key = _probe_path(), machine_key(device)
     data = _read(path)
     known = data.get(key, {}).get(what, {})
     todo = [v for v in candidates if refresh or v not in known]
     if todo:
-        known = {**known, **measure_speedups(run_at, todo)}
+        known = {**known, **measure_speedups(run_at, todo, device=device)}
         data.setdefault(key, {})[what] = known
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
