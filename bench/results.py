@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.systems_bench import LEVELS, PAPER, SHAPE, SYSTEMS, TARGETS  # noqa: E402
+from bench.systems_bench import GPU_SYSTEMS, LEVELS, PAPER, SHAPE, SYSTEMS, TARGETS  # noqa: E402
 from examples.systems.row_figures import levels_text  # noqa: E402
 from frontends.quiet import quiet_third_party  # noqa: E402
 
@@ -350,11 +350,15 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     """The parts `args` names, then results.json, results_runs.json and results.md."""
     if args.render:
         return render()
-    os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device(); worker processes inherit it
     parts = [p.strip() for p in (args.only or ",".join([*SYSTEMS, "kernels"])).split(",") if p.strip()]
     unknown = [p for p in parts if p not in (*SYSTEMS, "kernels")]
     if unknown:
         ap.error(f"unknown part {unknown[0]!r} (parts: {', '.join((*SYSTEMS, 'kernels'))})")
+    if args.device == "cuda" and any(p not in GPU_SYSTEMS for p in parts):
+        print(f"error: --device cuda runs the SmolLM2 systems only ({', '.join(GPU_SYSTEMS)}), not "
+              f"{', '.join(p for p in parts if p not in GPU_SYSTEMS)}", file=sys.stderr)
+        return 1
+    os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device(); worker processes inherit it
     start = time.perf_counter()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     ablate = tuple(int(v) for v in args.ablate.split(",") if v.strip())
@@ -396,13 +400,6 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
 def run_gpu(parts: list[str], sizes: dict, args, argv, old: dict, start: float, log) -> int:
     """The SmolLM2 systems with their LLM on CUDA: rows under `gpu_systems` (the CPU
     rows, the kernels and the top-level machine stay as recorded)."""
-    from bench.systems_bench import GPU_SYSTEMS
-
-    other = [p for p in parts if p not in GPU_SYSTEMS]
-    if other:
-        print(f"error: --device cuda runs the SmolLM2 systems only ({', '.join(GPU_SYSTEMS)}), not "
-              f"{', '.join(other)}", file=sys.stderr)
-        return 1
     rows, details, missing = run_systems(parts, sizes, args.seed, log)
     gpu_old = old.get("gpu_systems") or {}
     kept = keep_quiet_rows(gpu_old, rows, args.overwrite_quiet, log)

@@ -29,6 +29,14 @@ TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5),  # >=
            "rag_bm25_llm": (6, 2.0), "rag_dense_llm": (3, 3.0), "tools_llm": (6, 1.5)}
 
 
+def report_dir(name: str) -> Path:
+    """Where a system's report goes: reports/bench/<system>, with -cuda when its LLM runs
+    on a GPU (a GPU run keeps the CPU run's report)."""
+    from examples.systems.common import device
+
+    return ROOT / "reports" / "bench" / (name + ("-cuda" if device().startswith("cuda") else ""))
+
+
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
             jobs: int = 1, tuning_qos: str | None = None) -> dict:
@@ -37,7 +45,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
     from examples.systems.tuning import load_system, qos_note, tune_system
 
     program = load_system(name)
-    run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or ROOT / "reports" / "bench" / name, seed=seed,
+    run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or report_dir(name), seed=seed,
                       eval_repeats=2, ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs, program=program,
                       tuning_qos=tuning_qos)
     r = run.result
@@ -69,7 +77,7 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
         from examples.systems.tools_tuning import run_system as tools_run
 
         llm = name == "tools_llm"
-        return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or ROOT / "reports" / "bench" / name,
+        return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
                          ablate_levels=ablate_levels, llm=llm, eval_ratio=(n_eval or 5 * n_tune) // n_tune,
                          jobs=jobs, eval_repeats=1 if llm else 2, tuning_qos=tuning_qos)
     if name not in SYSTEMS:

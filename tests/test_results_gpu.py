@@ -1,0 +1,30 @@
+"""GPU rows sit beside the CPU rows: `bench/results.py --device cuda` runs only the
+SmolLM2 systems, keeps their rows under `gpu_systems` (the CPU rows untouched), and
+results.md shows both for each system, the GPU rows' machine named."""
+
+from __future__ import annotations
+
+import json
+
+from bench import results
+
+
+def test_cuda_runs_refuse_parts_without_an_llm(capsys):
+    assert results.main(["--device", "cuda", "--only", "rag_bm25,rag_bm25_llm"]) == 1
+    err = capsys.readouterr().err
+    assert "SmolLM2 systems only" in err and "rag_bm25" in err
+
+
+def test_recorded_gpu_rows_render_beside_the_cpu_rows():
+    data = json.loads(results.JSON_PATH.read_text())
+    runs = json.loads(results.RUNS_PATH.read_text())
+    gpu = {n: r for n, r in data.get("gpu_systems", {}).items() if r}
+    assert gpu, "bench/results.json holds no GPU row"
+    cpu_details, gpu_details = results.run_details(runs)
+    md = results.markdown(data, cpu_details, {}, [], "cmd", 0.0, runs, gpu_details)
+    section = md[md.index("## SmolLM2 systems on a CPU and on a GPU"):md.index("## Kernels")]
+    for name, row in gpu.items():
+        assert f"| {name} | CPU |" in section and f"### {name} on a GPU" in section
+        assert "GPU" in row["machine"] and row["machine"] in section
+        assert f"{row['exact_seconds_per_query']:.3f}" in section
+    assert set(gpu) <= set(data["systems"])  # a GPU row never replaces a CPU one
