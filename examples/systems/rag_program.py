@@ -40,6 +40,7 @@ TOP_K = 3  # passages the exact program reads
 CASCADE_THRESHOLDS = (0.2, 0.1, 0.05)  # reader confidence (p_start * p_end) accepting the fast answer
 LLM_TOKENS = 16  # new tokens of the exact LLM program
 LLM_CASCADE_THRESHOLDS = (0.6, 0.4, 0.2)  # pro-reader confidence accepting the reader's answer instead of the LLM's
+LLM_TOKEN_EXITS = (99, 95, 90, 80)  # percent: an exit's top-token probability letting a decoded token leave there
 
 
 def answer_models(fast, pro) -> tuple[Generate, Generate]:
@@ -69,7 +70,7 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     tune = [Tune.precision(*precisions)] if precisions else []  # first: where it pays, the gentlest step
     tune += [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
              Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
-             Tune.param("layers", 25, 20)]
+             Tune.param("layers", 25, 20), Tune.param("token_exit", *LLM_TOKEN_EXITS)]
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 

@@ -38,16 +38,17 @@ class Decoded:
 
 
 def greedy(model, ids: torch.Tensor, n: int, threshold: float | None, exits: Sequence[int],
-           stop: Callable[[list[int]], bool]) -> Decoded:
-    """At most `n` greedy tokens after the prompt `ids` ([1, L]) with the KV cache, ending
-    after the first token for which `stop(tokens so far)` holds. A token leaves at the
-    first of `exits` (depths below the model's own) whose top-token probability is >=
-    `threshold`; None never exits (every token from the top, as `generate` gives)."""
+           stop: Callable[[list[int]], bool], cache=None) -> Decoded:
+    """At most `n` greedy tokens after the prompt `ids` ([1, L]) with the KV cache (an
+    empty transformers `DynamicCache`, a new one when None), ending after the first token
+    for which `stop(tokens so far)` holds. A token leaves at the first of `exits` (depths
+    below the model's own) whose top-token probability is >= `threshold`; None never
+    exits (every token from the top, as `generate` gives)."""
     from transformers import DynamicCache
 
     depth = len(model.model.layers)
     checks = sorted(k for k in exits if k < depth) if threshold is not None else []
-    cache = DynamicCache(config=model.config)
+    cache = DynamicCache(config=model.config) if cache is None else cache
     keyword = cache_keyword(model)
     with torch.inference_mode():
         out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True, logits_to_keep=1,
