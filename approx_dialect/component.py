@@ -14,12 +14,14 @@ Ops (operands and results are `!pyobj.obj`; `component` is the label that names
 the call site's knobs, `<component>.<parameter>`; symbols name entries of the
 component registry the program runs with):
 - `component.generate(%question, %contexts) <{component, model, max_new_tokens?,
-  precision?, passages?, sentences?, context_chars?, layers?}>`: an answer by a model
+  precision?, passages?, sentences?, context_chars?, layers?, token_exit?}>`: an answer by a model
   (an extractive reader, a causal LM, an endpoint) from the contexts, cut to the first
   `passages` passages, the `sentences` sentences of each sharing most words with the
   question, and `context_chars` characters each; `precision` (a type of
   `approx_dialect.precision.PRECISIONS`) is the compute type of local models;
   `layers` = k runs the model's first k decoder layers (a trained early exit);
+  `token_exit` = p decides an early exit per decoded token: it leaves at the first
+  trained exit whose top-token probability is >= p % (1..100);
   absent = uncut / the model's own. With `template` (a prompt with `{name}` fields),
   `inputs` (the operands' names, one per field) and `outputs` (the names of the
   fields it returns) it is a prompt-level call: the model completes the filled-in
@@ -145,7 +147,8 @@ def template_fields(template: str) -> list[str]:
 class GenerateOp(ComponentOp):
     name = "component.generate"
     PROVIDER: ClassVar[str] = "model"
-    INTS: ClassVar[tuple[str, ...]] = ("max_new_tokens", "passages", "sentences", "context_chars", "layers")
+    INTS: ClassVar[tuple[str, ...]] = ("max_new_tokens", "passages", "sentences", "context_chars", "layers",
+                                       "token_exit")
     args = var_operand_def(ObjType)
     model = prop_def(SymbolRefAttr)
     max_new_tokens = opt_prop_def(IntegerAttr)
@@ -154,6 +157,7 @@ class GenerateOp(ComponentOp):
     sentences = opt_prop_def(IntegerAttr)
     context_chars = opt_prop_def(IntegerAttr)
     layers = opt_prop_def(IntegerAttr)
+    token_exit = opt_prop_def(IntegerAttr)
     template = opt_prop_def(StringAttr)
     inputs = opt_prop_def(ArrayAttr)
     outputs = opt_prop_def(ArrayAttr)
@@ -165,6 +169,9 @@ class GenerateOp(ComponentOp):
 
     def verify_(self) -> None:
         super().verify_()
+        if self.token_exit is not None and self.token_exit.value.data > 100:
+            raise VerifyException(f"{self.name} 'token_exit' is a confidence in percent (1..100), "
+                                  f"got {self.token_exit.value.data}")
         if self.template is None:
             if self.inputs is not None or self.outputs is not None:
                 raise VerifyException(f"{self.name}: 'inputs' and 'outputs' belong to a prompt call (with 'template')")

@@ -21,7 +21,7 @@ STEP = 69
 BM25_QUESTIONS = ["What is Southern California often abbreviated as?"]
 DENSE_QUESTIONS = ["What Revolutionary War midnight rider was a Huguenot descendant?"]
 ANSWER_KNOBS = ["answer.model", "answer.max_new_tokens", "answer.passages", "answer.context_chars",
-                "answer.sentences", "answer.layers"]
+                "answer.sentences", "answer.layers", "answer.token_exit"]
 
 
 @pytest.fixture(scope="module")

@@ -40,6 +40,7 @@ TOP_K = 3  # passages the exact program reads
 CASCADE_THRESHOLDS = (0.2, 0.1, 0.05)  # reader confidence (p_start * p_end) accepting the fast answer
 LLM_TOKENS = 16  # new tokens of the exact LLM program
 LLM_CASCADE_THRESHOLDS = (0.6, 0.4, 0.2)  # pro-reader confidence accepting the reader's answer instead of the LLM's
+LLM_TOKEN_EXITS = (99, 95, 90, 80)  # percent: an exit's top-token probability letting a decoded token leave there
 
 
 def answer_models(fast, pro) -> tuple[Generate, Generate]:
@@ -61,7 +62,8 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     tuning questions, one thread): the prefill of ~500 prompt tokens is most of the
     time on a CPU, so the context values (keeping 31-79 % of the passages' characters)
     cut most; the model answers in ~4-8 tokens, so 4 and 2 new tokens cut long answers
-    for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x (trained exits, docs/components.md). The
+    for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x (trained exits, docs/components.md); a
+    per-token exit at 99-80 % confidence 0.97-1.04x (decode is ~22 % of the time). The
     precision values are those measured to pay on this machine (`llm_precisions`):
     bfloat16 prefill runs 3.2x faster than float32 on a CPU with AMX and 5x slower on
     one without bf16 instructions."""
@@ -69,7 +71,7 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     tune = [Tune.precision(*precisions)] if precisions else []  # first: where it pays, the gentlest step
     tune += [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
              Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
-             Tune.param("layers", 25, 20)]
+             Tune.param("layers", 25, 20), Tune.param("token_exit", *LLM_TOKEN_EXITS)]
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 

@@ -263,9 +263,10 @@ class Generate(Component):
 
     def __init__(self, label: str, model, *, tune: Sequence[Tune] = (), max_new_tokens: int | None = None,
                  passages: int | None = None, sentences: int | None = None, context_chars: int | None = None,
-                 precision: str | None = None, layers: int | None = None):
+                 precision: str | None = None, layers: int | None = None, token_exit: int | None = None):
         super().__init__(label, model, dict(max_new_tokens=max_new_tokens, passages=passages, sentences=sentences,
-                                            context_chars=context_chars, precision=precision, layers=layers),
+                                            context_chars=context_chars, precision=precision, layers=layers,
+                                            token_exit=token_exit),
                          list(tune))
 
 
@@ -313,7 +314,7 @@ class Prompt(Component):
     def __init__(self, label: str, model, *, template: str, outputs: Sequence[str] = ("text",),
                  tune: Sequence[Tune] = (), max_new_tokens: int | None = None, passages: int | None = None,
                  sentences: int | None = None, context_chars: int | None = None, precision: str | None = None,
-                 layers: int | None = None):
+                 layers: int | None = None, token_exit: int | None = None):
         where = f"component '{label}'"
         try:
             fields = template_fields(template) if isinstance(template, str) else None
@@ -336,7 +337,8 @@ class Prompt(Component):
         self.INPUTS = tuple(fields)
         super().__init__(label, model, dict(max_new_tokens=max_new_tokens, passages=passages, sentences=sentences,
                                             context_chars=context_chars, precision=precision, layers=layers,
-                                            template=template, inputs=tuple(fields), outputs=tuple(outputs)),
+                                            token_exit=token_exit, template=template, inputs=tuple(fields),
+                                            outputs=tuple(outputs)),
                          list(tune))
         for provider in self.providers():  # a substitute or cascade stage must take the prompt too
             check_supported(self.OP.name, "template", [provider], label)

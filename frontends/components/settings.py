@@ -66,14 +66,16 @@ class Settings:
 @dataclass(frozen=True)
 class GenerateSettings(Settings):
     """`component.generate`: the model answers with at most `max_new_tokens` tokens, in
-    `precision`, with its first `layers` layers (an early exit); the contexts are cut
+    `precision`, with its first `layers` layers (an early exit), each decoded token leaving at
+    a trained exit whose top-token probability is >= `token_exit` %; the contexts are cut
     (`cut`) before it reads them. With a `template` (a prompt-level call: a model
     that `supports` it completes a free prompt), `inputs` names the operands and
     `outputs` the fields of the answer."""
 
     OP: ClassVar[str] = "component.generate"
     PROVIDER: ClassVar[str] = "model"
-    PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset({"max_new_tokens", "precision", "layers", "template"})
+    PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset({"max_new_tokens", "precision", "layers", "template",
+                                                             "token_exit"})
     model: str = ""
     template: str | None = None
     inputs: tuple[str, ...] = ()
@@ -81,6 +83,7 @@ class GenerateSettings(Settings):
     max_new_tokens: int | None = None
     precision: str | None = None
     layers: int | None = None
+    token_exit: int | None = None
     passages: int | None = None
     sentences: int | None = None
     context_chars: int | None = None

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import torch
 
 
-def _cache_keyword(model) -> str:
+def cache_keyword(model) -> str:
     """The forward argument that takes the KV cache (transformers renamed it)."""
     params = inspect.signature(model.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
@@ -39,7 +39,7 @@ class CompiledGreedy:
 
         self.model, self.max_len = model, max_len
         self.cache = StaticCache(config=model.config, max_cache_len=max_len)
-        self.cache_kw = _cache_keyword(model)
+        self.cache_kw = cache_keyword(model)
         self.positions = torch.arange(max_len, device=model.device)
         self.step = torch.compile(self._step, mode="reduce-overhead", fullgraph=True)
         self._static = False

