@@ -14,6 +14,11 @@ The program (built by `rag_program`):
     def read(question, hits, passages):     # the answer step, one func of the same module
         return answer(question, passages).text        # component.generate
 
+`read` and its variant 1 call the answer op through `prompt(question, hits,
+passages)`; with the LLM, its ladder on state(hits) (transform param) sets the
+answer op's prompt budgets per question (`answer.context_tokens` and `answer.compress_tokens`,
+decided: decision k sets both to their k-th value, one step of prompt length).
+
 The answer step's variants (`func_substitute`, per question or static), lowered
 into the module too, so their component ops take the same knobs:
   1 the answer model on the top passage only
@@ -40,6 +45,8 @@ TOP_K = 3  # passages the exact program reads
 CASCADE_THRESHOLDS = (0.2, 0.1, 0.05)  # reader confidence (p_start * p_end) accepting the fast answer
 LLM_TOKENS = 16  # new tokens of the exact LLM program
 LLM_CASCADE_THRESHOLDS = (0.6, 0.4, 0.2)  # pro-reader confidence accepting the reader's answer instead of the LLM's
+PROMPT_TOKENS = (320, 200)  # answer.context_tokens: the passages' first tokens (3 SQuAD passages: ~365)
+COMPRESS_TOKENS = (240, 140)  # answer.compress_tokens: then the sentences sharing most words with the question
 
 
 def answer_models(fast, pro) -> tuple[Generate, Generate]:
@@ -64,12 +71,16 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x (trained exits, docs/components.md). The
     precision values are those measured to pay on this machine (`llm_precisions`):
     bfloat16 prefill runs 3.2x faster than float32 on a CPU with AMX and 5x slower on
-    one without bf16 instructions."""
+    one without bf16 instructions. The prompt budgets (in SmolLM2 tokens) are decided
+    per question by `prompt`'s ladder (`rag_program`): the passages together cut to
+    PROMPT_TOKENS, then brought to COMPRESS_TOKENS by dropping the sentences sharing
+    fewest words with the question."""
     precisions = llm_precisions(llm)
     tune = [Tune.precision(*precisions)] if precisions else []  # first: where it pays, the gentlest step
     tune += [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
              Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
-             Tune.param("layers", 25, 20)]
+             Tune.param("layers", 25, 20), Tune.param("context_tokens", *PROMPT_TOKENS, decided=True),
+             Tune.param("compress_tokens", *COMPRESS_TOKENS, decided=True)]
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 
@@ -97,10 +108,21 @@ def llm_precisions(llm) -> list[str]:
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,
                 state: Callable, thresholds: Sequence[int], upper: int):
     """The decorated pipeline (see the module docstring); `state(hits) -> int` is the
-    answer step's decision state, `thresholds` its ladder."""
+    answer step's decision state, `thresholds` its ladder (and the prompt's, when the
+    answer op has decided knobs)."""
+    decided = [t for t in answer.tune if t.decided]
+
+    budgets = DecisionTree(state, [1], list(thresholds), [0] * (len(thresholds) + 1), "param",
+                           thresholds_lower=[0], thresholds_upper=[upper],
+                           decision_values=list(range(len(decided[0].values) + 1))) if decided else None
+
+    @Knob(decision_tree=budgets)
+    def prompt(question, hits, passages):
+        """Answer with the prompt budgets decided for this question (if any)."""
+        return answer(question, passages).text
 
     def read_top(question, hits, passages):
-        return answer(question, passages[:1]).text
+        return prompt(question, hits, passages[:1])
 
     def read_fast(question, hits, passages):
         return fast(question, passages).text
@@ -114,7 +136,7 @@ def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fa
                                      approx_kernels=variants, thresholds_lower=[0], thresholds_upper=[upper]))
     def read(question, hits, passages):
         """Answer from every retrieved passage."""
-        return answer(question, passages).text
+        return prompt(question, hits, passages)
 
     def rag(question):
         """Retrieve, gather the passages, answer."""

@@ -15,8 +15,8 @@ Parameters, each exact at its default (the answer component's knobs set them):
 - `variant(layers=k)`: early exit, LayerSkip-style: the first k decoder layers, then
   the shared final norm and output head (the adapters are trained so that the
   depths listed in the adapter file answer too).
-The contexts it reads are cut by the component (`base.select_sentences`,
-`base.limit_contexts`). Confidence = exp(mean log-probability) of the generated
+The contexts it reads are cut by the component (`context_cuts`).
+Confidence = exp(mean log-probability) of the generated
 tokens, the end of turn or line included (what a cascade thresholds)."""
 
 from __future__ import annotations
@@ -267,6 +267,11 @@ class SmolLM2(Variants, AnswerModel):
         other = copy.copy(self)
         other.model = model.eval()
         return other
+
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Its tokenizer's tokens (what the context's token budgets count)."""
+        return [tuple(span) for span in self.tokenizer(text, add_special_tokens=False,
+                                                       return_offsets_mapping=True)["offset_mapping"]]
 
     # -- answering
     @torch.inference_mode()
