@@ -14,10 +14,13 @@ Ops (operands and results are `!pyobj.obj`; `component` is the label that names
 the call site's knobs, `<component>.<parameter>`; symbols name entries of the
 component registry the program runs with):
 - `component.generate(%question, %contexts) <{component, model, max_new_tokens?,
-  precision?, passages?, sentences?, context_chars?, layers?, token_exit?}>`: an answer by a model
-  (an extractive reader, a causal LM, an endpoint) from the contexts, cut to the first
-  `passages` passages, the `sentences` sentences of each sharing most words with the
-  question, and `context_chars` characters each; `precision` (a type of
+  precision?, passages?, sentences?, context_chars?, context_tokens?, compress_tokens?,
+  layers?, token_exit?}>`: an answer by a model (an extractive reader, a causal LM, an
+  endpoint) from the contexts, cut to the first `passages` passages, the `sentences`
+  sentences of each sharing most words with the question, and `context_chars` characters
+  each, then all together to `context_tokens` tokens (the tail dropped) and to
+  `compress_tokens` tokens (the sentences sharing fewest words with the question
+  dropped); `precision` (a type of
   `approx_dialect.precision.PRECISIONS`) is the compute type of local models;
   `layers` = k runs the model's first k decoder layers (a trained early exit);
   `token_exit` = p decides an early exit per decoded token: it leaves at the first
@@ -147,8 +150,8 @@ def template_fields(template: str) -> list[str]:
 class GenerateOp(ComponentOp):
     name = "component.generate"
     PROVIDER: ClassVar[str] = "model"
-    INTS: ClassVar[tuple[str, ...]] = ("max_new_tokens", "passages", "sentences", "context_chars", "layers",
-                                       "token_exit")
+    INTS: ClassVar[tuple[str, ...]] = ("max_new_tokens", "passages", "sentences", "context_chars", "context_tokens",
+                                       "compress_tokens", "layers", "token_exit")
     args = var_operand_def(ObjType)
     model = prop_def(SymbolRefAttr)
     max_new_tokens = opt_prop_def(IntegerAttr)
@@ -156,6 +159,8 @@ class GenerateOp(ComponentOp):
     passages = opt_prop_def(IntegerAttr)
     sentences = opt_prop_def(IntegerAttr)
     context_chars = opt_prop_def(IntegerAttr)
+    context_tokens = opt_prop_def(IntegerAttr)
+    compress_tokens = opt_prop_def(IntegerAttr)
     layers = opt_prop_def(IntegerAttr)
     token_exit = opt_prop_def(IntegerAttr)
     template = opt_prop_def(StringAttr)

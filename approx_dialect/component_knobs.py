@@ -20,9 +20,9 @@ SYMBOL_PARAMETERS = ("model", "encoder", "retriever", "tools", "router", "tool")
 INTEGER_TRANSFORMS = ("param", "memoize")
 
 COMPONENT_TRANSFORMS: dict[str, tuple[str, str]] = {
-    "param": ("`generate`: max_new_tokens, passages, sentences, context_chars, "
-              "layers (early exit: the first k decoder layers), token_exit (early exit per decoded token: "
-              "at the first trained exit whose top-token probability is >= k %); `embed`: dims; "
+    "param": ("`generate`: max_new_tokens, passages, sentences, context_chars, context_tokens, "
+              "compress_tokens, layers (early exit: the first k decoder layers), token_exit (early exit per "
+              "decoded token: at the first trained exit whose top-token probability is >= k %); `embed`: dims; "
               "`retrieve`: top_k, preprocess, terms, docs, dims",
               "k in 1..len(values) sets the attribute to values[k-1] (integers); 0 keeps the written "
               "value (absent: uncut, the model's own)"),

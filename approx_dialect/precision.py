@@ -1,13 +1,15 @@
 """The compute precisions a component op's `precision` attribute may take: one
 table of (IR type, backend name), read by the dialect's verifier, the frontend's
 declarations, the runtime, the docs and every error message that lists them, so
-a new precision is one row here."""
+a new precision is one row here. `int8` (IR `i8`) is weight-only: the weights
+stored as int8 with one scale per output channel, the activations in float;
+only providers listing it in their `precisions` build it (`variants.Variants`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, i8
 from xdsl.ir import Attribute
 
 from approx_dialect.diagnostics import ApproxError
@@ -16,15 +18,17 @@ from approx_dialect.diagnostics import ApproxError
 @dataclass(frozen=True)
 class Precision:
     ir: str  # how the IR prints the type
-    type: type  # the xDSL attribute class
-    backend: str  # torch's dtype name (`getattr(torch, backend)`)
+    attr: Attribute  # the xDSL type attribute
+    backend: str  # torch's dtype name (`getattr(torch, backend)`; int8: of the weights)
 
 
 PRECISIONS: tuple[Precision, ...] = (
-    Precision("f32", Float32Type, "float32"),
-    Precision("bf16", BFloat16Type, "bfloat16"),
-    Precision("f16", Float16Type, "float16"),
+    Precision("f32", Float32Type(), "float32"),
+    Precision("bf16", BFloat16Type(), "bfloat16"),
+    Precision("f16", Float16Type(), "float16"),
+    Precision("i8", i8, "int8"),
 )
+FLOATS = frozenset({"float32", "bfloat16", "float16"})  # the precisions a model cast to that dtype computes in
 
 
 def ir_names() -> str:
@@ -40,13 +44,13 @@ def backend_names() -> str:
 
 
 def is_precision(attr: Attribute) -> bool:
-    return any(type(attr) is p.type for p in PRECISIONS)
+    return any(attr == p.attr for p in PRECISIONS)
 
 
 def backend_of(attr: Attribute) -> str:
     """The backend name of an IR precision type (an ApproxError for another attribute)."""
     for p in PRECISIONS:
-        if type(attr) is p.type:
+        if attr == p.attr:
             return p.backend
     raise ApproxError(f"precision must be {ir_names()}, got {attr}")
 
@@ -54,7 +58,7 @@ def backend_of(attr: Attribute) -> str:
 def attr_of(backend: str, where: str = "<component>") -> Attribute:
     """The IR type of a backend precision name (an ApproxError for an unknown one)."""
     check_backend(backend, where)
-    return next(p.type() for p in PRECISIONS if p.backend == backend)
+    return next(p.attr for p in PRECISIONS if p.backend == backend)
 
 
 def check_backend(backend: str, where: str) -> str:

@@ -109,7 +109,7 @@ def test_cascade_lowers_to_an_escalation_chain():
 
 @pytest.mark.parametrize("text,message", [
     (BODY.replace("top_k = 3", "top_k = 0"), "'top_k' must be an integer >= 1"),
-    (BODY.replace("dims = 384 : i64", "precision = i32"), "'precision' must be f32, bf16 or f16"),
+    (BODY.replace("dims = 384 : i64", "precision = i32"), "'precision' must be f32, bf16, f16 or i8"),
     (BODY.replace('component = "answer", ', 'component = "", '), "needs a non-empty 'component' label"),
     (annotation("answer.model", 'parameter = "model", transform_type = "func_substitute", values = [8 : i64]', 0)
      + BODY, "values are symbols"),

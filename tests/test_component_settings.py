@@ -49,12 +49,13 @@ def test_each_op_has_one_settings_class_with_its_attributes(op):
 
 
 def test_the_precision_table_is_the_one_source():
-    assert [(p.ir, p.backend) for p in PRECISIONS] == [("f32", "float32"), ("bf16", "bfloat16"), ("f16", "float16")]
-    assert ir_names() == "f32, bf16 or f16" and backend_names() == "float32, bfloat16 or float16"
+    assert [(p.ir, p.backend) for p in PRECISIONS] == [("f32", "float32"), ("bf16", "bfloat16"), ("f16", "float16"),
+                                                       ("i8", "int8")]
+    assert ir_names() == "f32, bf16, f16 or i8" and backend_names() == "float32, bfloat16, float16 or int8"
     for t, name in ((Float32Type, "float32"), (BFloat16Type, "bfloat16"), (Float16Type, "float16")):
         assert backend_of(t()) == name and type(attr_of(name)) is t
-    with pytest.raises(ApproxError, match="precision must be float32, bfloat16 or float16, got 'int8'"):
-        attr_of("int8")
+    with pytest.raises(ApproxError, match="precision must be float32, bfloat16, float16 or int8, got 'int4'"):
+        attr_of("int4")
 
 
 def test_settings_at_their_defaults_give_the_unannotated_result(parts):

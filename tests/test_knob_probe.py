@@ -42,3 +42,18 @@ def test_a_new_candidate_is_measured_alone(tmp_path, monkeypatch):
     calls = []
     paying_values("m.precision", run_at(calls), ("half", "slow"), log=None)
     assert set(calls) == {None, "slow"}
+
+
+def test_a_faster_value_changing_most_answers_is_left_out_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("APPROX_CACHE_DIR", str(tmp_path))
+    answers = {None: ["a", "b", "c"], "half": ["a", "x", "y"]}
+
+    def run(value):
+        run_at([])(value)
+        return answers[value]
+
+    lines: list[str] = []
+    assert paying_values("m.precision", run, ("half",), log=lines.append) == []
+    assert lines == ["m.precision = half left out: the exact answer on 33% of the probe's questions (needs >= 50%)"]
+    answers["half"] = ["a", "b", "y"]
+    assert paying_values("m.precision", run, ("half",), log=None, refresh=True) == ["half"]

@@ -11,7 +11,7 @@ from approx_dialect.cascade import decode
 from approx_dialect.diagnostics import ApproxError
 from frontends import Knob
 from frontends.components.declare import Generate, Tune
-from frontends.components.llm.base import select_sentences
+from frontends.components.llm.context_cuts import select_sentences
 from frontends.components.llm.escalation import Fallback, ModelCascade
 from frontends.components.llm.openai_backend import OpenAIAnswerModel
 from tests.test_llm_support import CONTEXTS, QUESTION, causal, one_torch_thread  # noqa: F401 (autouse fixture)

@@ -124,7 +124,7 @@ def test_cascade_with_the_extractive_reader(lm, questions):
 def test_errors_are_one_line(lm, tmp_path):
     with pytest.raises(ApproxError, match=r"early exit needs a depth in 1\.\.30, got 0"):
         lm.with_layers(0)
-    with pytest.raises(ApproxError, match="precision must be float32, bfloat16 or float16"):
+    with pytest.raises(ApproxError, match="precision must be float32, bfloat16, float16 or int8"):
         lm.with_precision("int4")
     bad = tmp_path / "adapter.npz"
     bad.write_bytes(b"not a zip")

@@ -16,6 +16,8 @@ Knobs (all exact at 0):
                    context_chars, sentences, precision (bfloat16, float16); with the LLM
                    (`rag_program.llm_answer_models`): cascade pro reader -> SmolLM2,
                    max_new_tokens, passages, context_chars, sentences, layers (early exit)
+  prompt           (LLM) the answer op's prompt budgets per question (context_tokens,
+                   compress_tokens decided together), a ladder on the same margin
   read             the answer step: variant per question (rag_program), decided by the
                    BM25 margin between the first and second hit (x100, as an i32)
 

@@ -14,6 +14,11 @@ The program (built by `rag_program`):
     def read(question, hits, passages):     # the answer step, one func of the same module
         return answer(question, passages).text        # component.generate
 
+`read` and its variant 1 call the answer op through `prompt(question, hits,
+passages)`; with the LLM, its ladder on state(hits) (transform param) sets the
+answer op's prompt budgets per question (`answer.context_tokens` and `answer.compress_tokens`,
+decided: decision k sets both to their k-th value, one step of prompt length).
+
 The answer step's variants (`func_substitute`, per question or static), lowered
 into the module too, so their component ops take the same knobs:
   1 the answer model on the top passage only
@@ -41,6 +46,8 @@ CASCADE_THRESHOLDS = (0.2, 0.1, 0.05)  # reader confidence (p_start * p_end) acc
 LLM_TOKENS = 16  # new tokens of the exact LLM program
 LLM_CASCADE_THRESHOLDS = (0.6, 0.4, 0.2)  # pro-reader confidence accepting the reader's answer instead of the LLM's
 LLM_TOKEN_EXITS = (99, 95, 90, 80)  # percent: an exit's top-token probability letting a decoded token leave there
+PROMPT_TOKENS = (320, 200)  # answer.context_tokens: the passages' first tokens (3 SQuAD passages: ~365)
+COMPRESS_TOKENS = (240, 140)  # answer.compress_tokens: then the sentences sharing most words with the question
 
 
 def answer_models(fast, pro) -> tuple[Generate, Generate]:
@@ -66,32 +73,37 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     per-token exit at 99-80 % confidence 0.97-1.04x (decode is ~22 % of the time). The
     precision values are those measured to pay on this machine (`llm_precisions`):
     bfloat16 prefill runs 3.2x faster than float32 on a CPU with AMX and 5x slower on
-    one without bf16 instructions."""
+    one without bf16 instructions. The prompt budgets (in SmolLM2 tokens) are decided
+    per question by `prompt`'s ladder (`rag_program`): the passages together cut to
+    PROMPT_TOKENS, then brought to COMPRESS_TOKENS by dropping the sentences sharing
+    fewest words with the question."""
     precisions = llm_precisions(llm)
     tune = [Tune.precision(*precisions)] if precisions else []  # first: where it pays, the gentlest step
     tune += [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
              Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
-             Tune.param("layers", 25, 20), Tune.param("token_exit", *LLM_TOKEN_EXITS)]
+             Tune.param("layers", 25, 20), Tune.param("token_exit", *LLM_TOKEN_EXITS),
+             Tune.param("context_tokens", *PROMPT_TOKENS, decided=True),
+             Tune.param("compress_tokens", *COMPRESS_TOKENS, decided=True)]
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 
-LLM_PRECISIONS = ("bfloat16", "float16")  # candidates of the LLM's precision knob, least approximate first
+LLM_PRECISIONS = ("bfloat16", "float16", "int8")  # candidates of the LLM's precision knob, least approximate first
+PROBE_QUESTIONS = ("Which team won the game?", "Who was the most valuable player?", "Where was the game played?")
 
 
 def llm_precisions(llm) -> list[str]:
-    """The LLM's precision values that answer a RAG question faster than float32 on this
-    machine (probed once: three SQuAD passages and a question, paired, cached per
-    machine; `frontends.components.machine.paying_values`)."""
+    """The LLM's precision values that answer RAG questions faster than float32 on this
+    machine, and as float32 does on most of them (probed once: three SQuAD passages and
+    PROBE_QUESTIONS, paired, cached per machine; `frontends.components.machine.paying_values`)."""
     from examples import squad
     from examples.systems.common import device
     from frontends.components.machine import paying_values
 
-    question = "Which team won the game?"
     passages = list(squad.paragraphs()[:3])
 
     def run_at(precision):
         model = llm if precision is None else llm.with_precision(precision)
-        model.answer(question, passages, LLM_TOKENS)
+        return [model.answer(q, passages, LLM_TOKENS).text for q in PROBE_QUESTIONS]
 
     return paying_values(f"{llm.name}.precision", run_at, LLM_PRECISIONS, device=device(),
                          log=lambda line: print(f"[knobs] {line}", flush=True))
@@ -100,10 +112,21 @@ def llm_precisions(llm) -> list[str]:
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,
                 state: Callable, thresholds: Sequence[int], upper: int):
     """The decorated pipeline (see the module docstring); `state(hits) -> int` is the
-    answer step's decision state, `thresholds` its ladder."""
+    answer step's decision state, `thresholds` its ladder (and the prompt's, when the
+    answer op has decided knobs)."""
+    decided = [t for t in answer.tune if t.decided]
+
+    budgets = DecisionTree(state, [1], list(thresholds), [0] * (len(thresholds) + 1), "param",
+                           thresholds_lower=[0], thresholds_upper=[upper],
+                           decision_values=list(range(len(decided[0].values) + 1))) if decided else None
+
+    @Knob(decision_tree=budgets)
+    def prompt(question, hits, passages):
+        """Answer with the prompt budgets decided for this question (if any)."""
+        return answer(question, passages).text
 
     def read_top(question, hits, passages):
-        return answer(question, passages[:1]).text
+        return prompt(question, hits, passages[:1])
 
     def read_fast(question, hits, passages):
         return fast(question, passages).text
@@ -117,7 +140,7 @@ def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fa
                                      approx_kernels=variants, thresholds_lower=[0], thresholds_upper=[upper]))
     def read(question, hits, passages):
         """Answer from every retrieved passage."""
-        return answer(question, passages).text
+        return prompt(question, hits, passages)
 
     def rag(question):
         """Retrieve, gather the passages, answer."""

@@ -254,6 +254,10 @@ def check_knobs(components: Sequence[Component]) -> None:
                 check_supported(comps[0].OP.name, t.parameter, providers, label)
 
 
+CONTEXT_CUTS = ("passages", "sentences", "context_chars", "context_tokens", "compress_tokens")
+"""The generate op's settings that cut its input named contexts (`GenerateSettings.cut`)."""
+
+
 class Generate(Component):
     """An answer by a model: `answer(question, contexts) -> Answer` (the prompt-level
     call whose prompt is the model's own QA prompt; `Prompt` takes a template)."""
@@ -263,9 +267,11 @@ class Generate(Component):
 
     def __init__(self, label: str, model, *, tune: Sequence[Tune] = (), max_new_tokens: int | None = None,
                  passages: int | None = None, sentences: int | None = None, context_chars: int | None = None,
+                 context_tokens: int | None = None, compress_tokens: int | None = None,
                  precision: str | None = None, layers: int | None = None, token_exit: int | None = None):
         super().__init__(label, model, dict(max_new_tokens=max_new_tokens, passages=passages, sentences=sentences,
-                                            context_chars=context_chars, precision=precision, layers=layers,
+                                            context_chars=context_chars, context_tokens=context_tokens,
+                                            compress_tokens=compress_tokens, precision=precision, layers=layers,
                                             token_exit=token_exit),
                          list(tune))
 
@@ -306,15 +312,16 @@ class Prompt(Component):
     field of `template` (in order of first use), the answer's text its first output
     and each of `outputs` an attribute (`rewrite(q).query`), read from `name: value`
     lines when there are several. An input named `contexts` (a list of passages) is
-    what the context cuts (passages, sentences, context_chars) act on. The model
+    what the context cuts (`CONTEXT_CUTS`) act on. The model
     must take a free prompt (`supports` has "template"); others are refused here."""
 
     OP = GenerateOp
 
     def __init__(self, label: str, model, *, template: str, outputs: Sequence[str] = ("text",),
                  tune: Sequence[Tune] = (), max_new_tokens: int | None = None, passages: int | None = None,
-                 sentences: int | None = None, context_chars: int | None = None, precision: str | None = None,
-                 layers: int | None = None, token_exit: int | None = None):
+                 sentences: int | None = None, context_chars: int | None = None, context_tokens: int | None = None,
+                 compress_tokens: int | None = None, precision: str | None = None, layers: int | None = None,
+                 token_exit: int | None = None):
         where = f"component '{label}'"
         try:
             fields = template_fields(template) if isinstance(template, str) else None
@@ -328,16 +335,17 @@ class Prompt(Component):
         if not outputs or not all(isinstance(o, str) and o.isidentifier() for o in outputs) \
                 or len(set(outputs)) != len(outputs):
             raise ApproxError(f"{where}: outputs are distinct names, at least one, got {outputs}", where="<component>")
-        cuts = [c for c, v in (("passages", passages), ("sentences", sentences), ("context_chars", context_chars))
-                if v is not None] + [t.parameter for t in tune if t.parameter in ("passages", "sentences",
-                                                                                  "context_chars")]
+        written = dict(passages=passages, sentences=sentences, context_chars=context_chars,
+                       context_tokens=context_tokens, compress_tokens=compress_tokens)
+        cuts = [c for c, v in written.items() if v is not None] + [t.parameter for t in tune
+                                                                  if t.parameter in CONTEXT_CUTS]
         if cuts and "contexts" not in fields:
             raise ApproxError(f"{where}: '{cuts[0]}' cuts the input named contexts, and the template has none",
                               where="<component>")
         self.INPUTS = tuple(fields)
-        super().__init__(label, model, dict(max_new_tokens=max_new_tokens, passages=passages, sentences=sentences,
-                                            context_chars=context_chars, precision=precision, layers=layers,
-                                            token_exit=token_exit, template=template, inputs=tuple(fields),
+        super().__init__(label, model, dict(max_new_tokens=max_new_tokens, **written, precision=precision,
+                                            layers=layers, token_exit=token_exit, template=template,
+                                            inputs=tuple(fields),
                                             outputs=tuple(outputs)),
                          list(tune))
         for provider in self.providers():  # a substitute or cascade stage must take the prompt too

@@ -5,7 +5,8 @@ runs prefill 3.2x faster than float32 on a Xeon with AMX, 1.28x on an EPYC with
 AVX-512 bf16, and 5x slower on an EPYC without bf16 instructions. So an LLM
 program offers the tuner only the values measured to pay here (a short paired
 probe when the program is set up), and says in one line why each other value is
-left out. The figures are cached per machine (CPU model, its decisive
+left out; a value that changes most of the probe's answers (int8 that breaks the
+model) is left out too, in one line. The figures are cached per machine (CPU model, its decisive
 instructions, torch version) under the cache dir, so the probe runs once.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 # CPU flags (as /proc/cpuinfo names them) that decide which LLM precisions pay
 DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8")
 MIN_GAIN = 1.15  # a value pays when the probe runs at least this much faster than the exact one
+MIN_SAME = 0.5  # ... and gives the exact output on at least this share of the probe's inputs
 PROBE_FILE = "knob_probe.json"
 
 
@@ -77,14 +79,18 @@ def _read(path: Path) -> dict:
         return {}
 
 
-def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequence[str], rounds: int = 2,
-                     device: str = "cpu") -> dict:
-    """{value: exact time / time at value}: `run_at(None)` (exact) and `run_at(value)`
-    timed side by side (`_clock`), alternating, the best of `rounds` each (one
-    warm-up run of each first: it builds the value's variant)."""
+def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequence[str],
+                     rounds: int = 2, device: str = "cpu") -> tuple[dict, dict]:
+    """({value: exact time / time at value}, {value: share of its outputs equal to the
+    exact value's}): `run_at(None)` (exact) and `run_at(value)` timed side by side
+    (`_clock`), alternating, the best of `rounds` each (one warm-up run of each
+    first: it builds the value's variant, and its outputs, a sequence, are compared; none:
+    all equal)."""
     clock = _clock(device)
-    for v in (None, *candidates):
-        run_at(v)
+    outputs = {v: list(run_at(v) or ()) for v in (None, *candidates)}
+    n = len(outputs[None])
+    same = {v: round(sum(a == b for a, b in zip(outputs[v], outputs[None])) / n, 3) if n else 1.0
+            for v in candidates}
     best: dict = {}
     for r in range(rounds):
         for v in candidates:
@@ -93,23 +99,27 @@ def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequenc
                 run_at(which)
                 dt = clock() - t0
                 best[which] = min(best.get(which, dt), dt)
-    return {v: round(best[None] / max(best[v], 1e-9), 3) for v in candidates}
+    return {v: round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
 
 
 def paying_values(what: str, run_at: Callable[[str | None], object], candidates: Sequence[str],
                   min_gain: float = MIN_GAIN, log: Callable[[str], None] | None = print,
-                  refresh: bool = False, device: str = "cpu") -> list[str]:
+                  refresh: bool = False, min_same: float = MIN_SAME, device: str = "cpu") -> list[str]:
     """The `candidates` of knob `what` (e.g. "smollm2.precision") that run at least
-    `min_gain` times faster than the exact value on this machine: measured by
-    `measure_speedups` on the first call, then read from the cache. `log` gets one
-    line per value left out, saying why. `device`: where the model runs."""
+    `min_gain` times faster than the exact value on this machine and give the exact
+    value's output on at least `min_same` of the probe's inputs (`run_at` returns
+    its outputs, one per input): measured by `measure_speedups` on the first call,
+    then read from the cache. `log` gets one line per value left out, saying why.
+    `device`: where the model runs."""
     path, key = _probe_path(), machine_key(device)
     data = _read(path)
     known = data.get(key, {}).get(what, {})
-    todo = [v for v in candidates if refresh or v not in known]
+    agree = data.get(key, {}).get(f"{what} same", {})
+    todo = [v for v in candidates if refresh or v not in known or v not in agree]
     if todo:
-        known = {**known, **measure_speedups(run_at, todo, device=device)}
-        data.setdefault(key, {})[what] = known
+        speedups, same = measure_speedups(run_at, todo, device=device)
+        known, agree = {**known, **speedups}, {**agree, **same}
+        data.setdefault(key, {}).update({what: known, f"{what} same": agree})
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -117,10 +127,13 @@ def paying_values(what: str, run_at: Callable[[str | None], object], candidates:
             os.replace(tmp, path)
         except OSError:
             pass  # a read-only cache only costs the probe next time
-    keep = [v for v in candidates if known[v] >= min_gain]
+    keep = [v for v in candidates if known[v] >= min_gain and agree[v] >= min_same]
     if log is not None:
         for v in candidates:
-            if v not in keep:
+            if known[v] < min_gain:
                 log(f"{what} = {v} left out on this machine: {known[v]:.2f}x the exact value's speed "
                     f"(needs >= {min_gain:.2f}x; {key})")
+            elif agree[v] < min_same:
+                log(f"{what} = {v} left out: the exact answer on {agree[v]:.0%} of the probe's questions "
+                    f"(needs >= {min_same:.0%})")
     return keep

@@ -183,14 +183,19 @@ def generate(runtime: ComponentRuntime, s: GenerateSettings, *args):
     model = runtime.provider(s.model, s.OP)
     if s.template is None:
         question, contexts = args
-        return model.answer_with(question, s.cut(question, contexts), s.for_provider(model))
+        return model.answer_with(question, s.cut(question, contexts, _spans(model)), s.for_provider(model))
     from frontends.components.llm.prompting import fill
 
     values = dict(zip(s.inputs, args))
     if "contexts" in values:
         words = " ".join(str(v) for k, v in values.items() if k != "contexts")
-        values["contexts"] = s.cut(words, values["contexts"])
+        values["contexts"] = s.cut(words, values["contexts"], _spans(model))
     return model.complete_with(fill(s.template, values, s.outputs), s.outputs, s.for_provider(model))
+
+
+def _spans(model):
+    """How `model` counts the tokens of the context budgets (its tokenizer, else words)."""
+    return getattr(model, "token_spans", None)
 
 
 @implements(EmbedOp)

@@ -87,16 +87,27 @@ class GenerateSettings(Settings):
     passages: int | None = None
     sentences: int | None = None
     context_chars: int | None = None
+    context_tokens: int | None = None
+    compress_tokens: int | None = None
 
-    def cut(self, question: str, contexts: Sequence) -> list:
-        """The contexts the model reads: the `sentences` of each sharing most words
-        with the question, then the first `passages`, each cut to `context_chars`."""
-        from frontends.components.llm.base import limit_contexts, select_sentences
+    def cut(self, question: str, contexts: Sequence, spans=None) -> list:
+        """The contexts the model reads (`llm.context_cuts`): the `sentences` of each
+        sharing most words with the question, then the first `passages`, each cut to
+        `context_chars`, then all together cut to `context_tokens`, then brought to
+        `compress_tokens` by dropping the sentences sharing fewest words with the
+        question; tokens as `spans(text)` counts them (the model's `token_spans`;
+        None: words)."""
+        from frontends.components.llm import context_cuts as cuts
 
+        spans = spans or cuts.word_spans
         if self.sentences:
-            contexts = select_sentences(question, contexts, self.sentences)
+            contexts = cuts.select_sentences(question, contexts, self.sentences)
         if self.passages or self.context_chars:
-            contexts = limit_contexts(contexts, self.passages, self.context_chars)
+            contexts = cuts.limit_contexts(contexts, self.passages, self.context_chars)
+        if self.context_tokens:
+            contexts = cuts.truncate_tokens(contexts, self.context_tokens, spans)
+        if self.compress_tokens:
+            contexts = cuts.compress_tokens(question, contexts, self.compress_tokens, spans)
         return list(contexts)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from approx_dialect.diagnostics import ApproxError
-from approx_dialect.precision import check_backend
+from approx_dialect.precision import FLOATS, check_backend
 
 
 class Variants:
@@ -23,6 +23,7 @@ class Variants:
     precision: str = "float32"
     layers: int | None = None  # None: every layer
     depth: int | None = None  # the layers an early exit may keep (1..depth)
+    precisions: frozenset[str] = FLOATS  # the precision values it builds (weight-only int8 where listed)
 
     def build_variant(self, precision: str, layers: int | None) -> Any:
         """A new provider computing in `precision` with its first `layers` layers
@@ -36,6 +37,9 @@ class Variants:
             if "precision" not in self.supports:
                 raise ApproxError(f"'{root.name}' has no precision variants", where=root.name)
             check_backend(precision, root.name)
+            if precision not in root.precisions:
+                has = ", ".join(sorted(root.precisions))
+                raise ApproxError(f"'{root.name}' has no {precision} variant (it has {has})", where=root.name)
         if layers is not None:
             if "layers" not in self.supports or root.depth is None:
                 raise ApproxError(f"'{root.name}' has no early exit (layers)", where=root.name)

@@ -5,14 +5,8 @@ call them through `component.generate` ops (`frontends.components.declare.Genera
 which is where their knobs live. Heavy imports (torch, transformers, openai) happen
 when a backend is used, not when this package is imported."""
 
-from frontends.components.llm.base import (
-    Answer,
-    AnswerModel,
-    build_prompt,
-    limit_contexts,
-    parse_prompt,
-    select_sentences,
-)
+from frontends.components.llm.base import Answer, AnswerModel, build_prompt, parse_prompt
+from frontends.components.llm.context_cuts import limit_contexts, select_sentences
 
 __all__ = [
     "Answer", "AnswerModel", "build_prompt", "limit_contexts", "select_sentences", "parse_prompt",

@@ -1,8 +1,8 @@
 """What every answer model shares: the `Answer` it returns, the `AnswerModel`
 interface (`answer(question, contexts, max_new_tokens)`; `answer_with(question,
 contexts, settings)` for a `component.generate` op), the prompt format that
-generative backends and the OpenAI-compatible server agree on, and the context
-limit (passages, characters) that the context-length knob applies.
+generative backends and the OpenAI-compatible server agree on (the cuts of the
+contexts before a model reads them are in `context_cuts`).
 
 Why one interface: the QA systems swap a local reader, a `transformers` causal LM
 and an HTTP endpoint for each other (cascades, fallbacks) without
@@ -104,6 +104,14 @@ class AnswerModel(ABC):
         `one_line`: only the first line is read, so decoding may stop at its end)."""
         raise ApproxError(f"'{self.name}' cannot take a free prompt", where=self.name)
 
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """The character span of each token of `text`, for the context's token budgets:
+        words here (`context_cuts.word_spans`); a model with its tokenizer at hand counts
+        its own tokens."""
+        from frontends.components.llm.context_cuts import word_spans
+
+        return word_spans(text)
+
     def variant_for(self, settings) -> AnswerModel:
         """The model itself: it has no variants (see `Variants` for models that do)."""
         if settings.precision is not None or settings.layers is not None:
@@ -149,43 +157,6 @@ def check_answer(ans, name: str) -> None:
     raise ApproxError(f"model '{name}' returned garbage: {why}", where=name)
 
 
-def limit_contexts(contexts: Sequence[str], passages: int | None = None, chars: int | None = None) -> list[str]:
-    """The context-length knob: the first `passages` passages, each cut to its
-    first `chars` characters (None = no limit; both None = unchanged)."""
-    out = list(contexts) if passages is None else list(contexts[:passages])
-    return out if chars is None else [c[:chars] for c in out]
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_WORD = re.compile(r"\w+")
-_STOPWORDS = frozenset(
-    "a an and are as at be by did do does for from how in is it its of on or that the this to was were what when "
-    "where which who whom whose why with".split())
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
-
-
-def select_sentences(question: str, contexts: Sequence[str], keep: int | None) -> list[str]:
-    """The context-selection knob: of each passage, the `keep` sentences that share
-    the most content words with the question, in their order (ties: the earlier).
-    Unlike cutting passages to their first characters, it does not depend on where
-    in a long passage the answer is (None = unchanged)."""
-    if keep is None:
-        return list(contexts)
-    words = _content_words(question)
-    out = []
-    for c in contexts:
-        sents = _SENTENCE_END.split(c)
-        if len(sents) <= keep:
-            out.append(c)
-            continue
-        best = sorted(range(len(sents)), key=lambda i: (-len(words & _content_words(sents[i])), i))[:keep]
-        out.append(" ".join(sents[i] for i in sorted(best)))
-    return out
-
-
 INSTRUCTION = "Answer the question using the context. Reply with a short answer only."
 _PASSAGE = re.compile(r"^\[(\d+)\] ", re.M)
 
@@ -210,5 +181,4 @@ def parse_prompt(prompt: str) -> tuple[str, list[str]]:
     return question, [t.rstrip("\n") for t in parts[2::2]]
 
 
-__all__ = ["Answer", "AnswerModel", "first_line", "build_prompt", "parse_prompt", "limit_contexts",
-           "select_sentences", "fallback_answer", "check_answer"]
+__all__ = ["Answer", "AnswerModel", "first_line", "build_prompt", "parse_prompt", "fallback_answer", "check_answer"]
