@@ -138,3 +138,10 @@ def question_sets(n_tune: int, seed: int = 0, n_eval: int | None = None):
 def held_out_questions(n_tune: int, seed: int = 0, n_eval: int | None = None):
     """(questions, gold answers) of the held-out part: what `approx-tune verify` re-measures."""
     return question_sets(n_tune, seed, n_eval)[1]
+
+
+def make_inputs(n: int = 12, seed: int = 0):
+    """(argument tuples, gold answers) of the first n tuning items: `approx-tune run
+    examples.systems.agent_llm:program --inputs examples.systems.agent_data:make_inputs`."""
+    chosen = items("tune", n, seed)
+    return [(i.question,) for i in chosen], [i.answers for i in chosen]

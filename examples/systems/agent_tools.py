@@ -27,6 +27,7 @@ import re
 
 import numpy as np
 
+from approx_opt.program import exact_config
 from examples import squad
 from examples.kernels import kernel
 
@@ -40,10 +41,12 @@ PREFIX = {"bm25": "Search the documents: ", "kb": "Look up in the knowledge base
 
 def level_config(program, k: int) -> dict:
     """Configuration of `program` (a KernelProgram) at level k (the module docstring)."""
+    if k == 0:
+        return exact_config(program)
     config = {}
     for i, spec in enumerate(program.knobs()):
         values = [v for v in spec.values if v >= (1 if spec.kind == "static" else 2)]  # a leaf's 1 changes nothing
-        v = 0 if k == 0 or (k == 1 and i > 0) else values[min(max(k - 1, 1), len(values)) - 1]
+        v = 0 if k == 1 and i > 0 else values[min(max(k - 1, 1), len(values)) - 1]
         if spec.kind == "static":
             config[spec.name] = {"knob_val": v}
         else:
