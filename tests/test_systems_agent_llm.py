@@ -1,7 +1,7 @@
 """The LLM + kernel tools agent (agent_llm) for real: its questions and gold answers
 come from the exact kernels, its tools' levels are the kernels' own knobs, the IR lists
 the LLM knobs and the kernels' together, knob 0 answers as the undecorated program, and
-the tuner runs it end to end on two questions."""
+the tuner runs it end to end on one question."""
 
 from __future__ import annotations
 
@@ -72,12 +72,12 @@ def test_knob_zero_is_the_undecorated_program(system):
         assert system.exact_answers[item.question] == run(item.question)
 
 
-def test_tuner_runs_it_on_two_questions(system, tmp_path):
+def test_tuner_runs_it_on_one_question(system, tmp_path):
     from examples.systems.tuning import tune_system
 
-    run = tune_system("agent_llm", n_tune=2, trials=2, seconds=None, out_dir=tmp_path, n_eval=2, report=False,
-                      program=system, tuning_qos="gold")
-    assert run.result.n_eval == 2 and run.result.trials >= 2
+    run = tune_system("agent_llm", n_tune=1, trials=1, seconds=None, out_dir=tmp_path, n_eval=2, report=False,
+                      program=system)  # "kept": a tuning question the exact program gets right
+    assert run.result.n_eval == 2 and run.result.trials >= 1
     assert run.qos_exact is not None and 0.0 <= run.qos_exact <= 1.0
     assert np.isfinite(run.result.exact_seconds_eval) and run.result.exact_seconds_eval > 0
     assert run.result.held_out["inputs"] == "examples.systems.agent_data:held_out_questions"

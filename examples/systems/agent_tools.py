@@ -25,8 +25,6 @@ from __future__ import annotations
 import functools
 import re
 
-import numpy as np
-
 from approx_opt.program import exact_config
 from examples import squad
 from examples.kernels import kernel
