@@ -10,7 +10,7 @@ in the JSON, the reason in the Markdown) instead of stopping the others. With
 
     .venv/bin/python bench/results.py                       # what `make bench` runs
     .venv/bin/python bench/results.py --only rag_dense --rag-n-tune 24   # one part, smaller
-    .venv/bin/python bench/results.py --only rag_bm25_llm,rag_dense_llm,tools_llm  # the SmolLM2 systems
+    .venv/bin/python bench/results.py --only rag_bm25_llm,rag_dense_llm,tools_llm,agent_llm  # the SmolLM2 systems
 
 Defaults: each reader-based system tuned for at most 12-14 minutes, held-out
 evaluation 5x the tuning questions. The SmolLM2 systems (1.2-5 s per question or
@@ -306,7 +306,7 @@ def gpu_lines(data: dict, details: dict) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="comma-separated parts: rag_bm25, rag_dense, tools, rag_bm25_llm, rag_dense_llm, "
-                    "tools_llm, kernels (default: all)")
+                    "tools_llm, agent_llm, kernels (default: all)")
     ap.add_argument("--rag-n-tune", type=int, default=40)
     ap.add_argument("--rag-trials", type=int, default=40)
     ap.add_argument("--rag-seconds", type=float, default=720)
@@ -328,6 +328,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tools-llm-n-eval", type=int, default=200, help="LLM + tools agent: held-out items (a "
                     "multiple of its n-tune)")
     ap.add_argument("--tools-llm-seconds", type=float, default=1200, help="LLM + tools agent: search time")
+    ap.add_argument("--agent-n-tune", type=int, default=40, help="LLM + kernel tools agent: tuning questions")
+    ap.add_argument("--agent-n-eval", type=int, default=200, help="LLM + kernel tools agent: held-out questions")
     ap.add_argument("--kernel-trials", type=int, default=12)
     ap.add_argument("--kernel-n-tune", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
@@ -369,7 +371,7 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     tools_llm = dict(rag_llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval,
                      seconds=args.tools_llm_seconds)
     sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": rag_llm, "rag_dense_llm": rag_llm,
-             "tools_llm": tools_llm,
+             "tools_llm": tools_llm, "agent_llm": dict(rag_llm, n_tune=args.agent_n_tune, n_eval=args.agent_n_eval),
              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
                            ablate_levels=ablate)}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}

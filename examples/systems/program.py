@@ -49,7 +49,11 @@ class SystemProgram:
     autotuner's Program under `name`. `deadline` (time.perf_counter()), or DEADLINE_ENV
     in worker processes: building a non-exact configuration after it raises `TimeUp`.
     `model` says what answers (results.json: `model`); `reuse`: the answer models whose
-    results the untimed passes reuse."""
+    results the untimed passes reuse. `inputs_module` holds its questions:
+    `question_sets(n_tune, seed, n_eval)` and `held_out_questions` (what tuning and
+    `approx-tune verify` read)."""
+
+    inputs_module = "examples.systems.common"
 
     def __init__(self, name: str, program, model: str = "", reuse: Sequence = ()):
         self.name, self.program, self.model = name, program, model

@@ -38,7 +38,8 @@ from autotuner import TuningResult
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25:system", "rag_dense": "examples.systems.rag_dense:system",
            "rag_bm25_llm": "examples.systems.rag_bm25:llm_system",
-           "rag_dense_llm": "examples.systems.rag_dense:llm_system"}  # name -> the function that builds it
+           "rag_dense_llm": "examples.systems.rag_dense:llm_system",
+           "agent_llm": "examples.systems.agent_llm:system"}  # name -> the function that builds it
 BUDGET = 0.2  # tuning: share of answers that may differ from the exact program's
 SAMPLER = "predictive"  # the default: additive models of loss and time, in both modes (thresholds on a grid)
 REPEATS = 1  # timed passes per measurement: one pass over the questions takes seconds (CPU clock: steady)
@@ -277,7 +278,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     search starts with each knob alone at its gentlest step (`SearchSpace.screening`),
     for a search of a few trials (the demo)."""
     from autotuner import tune
-    from examples.systems.common import METRIC, NARROW, question_sets
+    from examples.systems.common import METRIC, NARROW
 
     start = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else ROOT / "reports" / name
@@ -285,6 +286,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     program = program if program is not None else load_system(name)
+    question_sets = importlib.import_module(program.inputs_module).question_sets
     tuning_qos = tuning_qos or default_tuning_qos(name)
     if tuning_qos not in TUNING_QOS:
         from approx_dialect.diagnostics import ApproxError
@@ -331,7 +333,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         "fixed at exact (their retrieval stage takes under 2 % of the exact program's time): "
         + (", ".join(f"{k} ({100 * v:.2f} %)" for k, v in negligible.items()) or "none")]
     record_how_to_verify(result, SYSTEMS.get(name, ""), "examples.systems.common:METRIC",
-                         {"inputs": "examples.systems.common:held_out_questions",
+                         {"inputs": f"{program.inputs_module}:held_out_questions",
                           "kwargs": {"n_tune": n_tune, "seed": seed, "n_eval": n_eval}})
     if ablate_levels and evaluate:
         explain_levels(result, program, eval_q[:n_tune], eval_a[:n_tune], METRIC, ablate_levels)

