@@ -13,7 +13,8 @@ from autotuner import FrontPoint, TuningResult
 from autotuner.machine import LoadProbe, describe_machine
 from autotuner.measure import bootstrap_loss
 from autotuner.report_summary import fmt_loss, speedup_cells
-from bench.results import keep_quiet_rows, load_text
+from bench.results import keep_quiet_rows
+from bench.results_md import load_text
 from examples.systems.row_figures import most_accurate
 from frontends.components.machine import DECISIVE_FLAGS, cpu_model_and_flags
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from bench import results
+from bench import results, results_md
 
 
 def test_cuda_runs_refuse_parts_without_an_llm(capsys):
@@ -20,8 +20,8 @@ def test_recorded_gpu_rows_render_beside_the_cpu_rows():
     runs = json.loads(results.RUNS_PATH.read_text())
     gpu = {n: r for n, r in data.get("gpu_systems", {}).items() if r}
     assert gpu, "bench/results.json holds no GPU row"
-    cpu_details, gpu_details = results.run_details(runs)
-    md = results.markdown(data, cpu_details, {}, [], "cmd", 0.0, runs, gpu_details)
+    cpu_details, gpu_details = results_md.run_details(runs)
+    md = results_md.markdown(data, cpu_details, {}, [], "cmd", 0.0, runs, gpu_details)
     section = md[md.index("## SmolLM2 systems on a CPU and on a GPU"):md.index("## Kernels")]
     for name, row in gpu.items():
         assert f"| {name} | CPU |" in section and f"### {name} on a GPU" in section

@@ -1,0 +1,191 @@
+"""bench/results.md from bench/results.json and the runs' record (results_runs.json):
+the systems' table beside the paper's figures, each system's front, the SmolLM2
+systems on a CPU and on a GPU side by side, the kernels."""
+
+from __future__ import annotations
+
+import json
+
+from bench.systems_bench import LEVELS, PAPER, SYSTEMS, TARGETS
+from examples.systems.row_figures import levels_text
+
+KERNELS = ("bm25", "kb", "kmeans", "lavamd", "pagerank")
+KERNEL_LEVELS = ("1", "5", "10")
+
+
+def load_text(load: dict | None) -> str:
+    """How busy the machine was during a row's run, in words."""
+    from autotuner import Load
+
+    if not load:
+        return "load not recorded"
+    return Load(*(load.get(k) for k in ("load_start", "load_end", "other_share", "seconds", "cores"))).describe()
+
+
+def _x(v, point=None) -> str:
+    """A level's speedup, with the 95 % interval of the chosen point's paired timing."""
+    if v is None:
+        return "-"
+    ci = (point or {}).get("speedup_ci")
+    return f"{v:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{v:.2f}x"
+
+
+def _loss(point: dict) -> str:
+    """A point's held-out QoS loss with its 95 % interval."""
+    ci = point.get("qos_loss_ci")
+    v = point.get("qos_loss")
+    if v is None:
+        return "-"
+    return f"{100 * v:.1f} %" + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+
+
+def _pt(row: dict, mode: str, level) -> dict | None:
+    return ((row.get("points") or {}).get(mode) or {}).get(str(level))
+
+
+def markdown(data: dict, details: dict, missing: dict, kept: list, command: str, seconds: float,
+             runs: dict | None = None, gpu_details: dict | None = None) -> str:
+    lines = ["# Results: compound AI systems and kernels", "",
+             f"- machine: {data['machine']}", f"- commit: {data['commit']}",
+             f"- command: `{command}` ({seconds / 60:.1f} min)", "",
+             "Speedup = exact time / approximate time on the held-out evaluation split (tuning and evaluation "
+             "inputs disjoint, evaluation 5x tuning), thread CPU time with torch on one thread, the two timed "
+             "side by side (paired, `autotuner.measure`), with the 95 % bootstrap interval in brackets "
+             "(`-` none: the exact program); `approx-tune verify --out <the result folder>` re-measures any point; "
+             "the fastest "
+             "front configuration whose held-out QoS loss is within the level (the exact program meets every "
+             "level: 1.00x when no approximation does). QoS loss = (QoS_exact - QoS_approx) / QoS_exact; "
+             "QoS = answer containment of the gold answers (SQuAD normalisation) for the RAG systems, BFCL AST "
+             "match for tools. The paper (ApproxMLIR, MLSys 2026) reports dynamic approximation only, after "
+             "12 hours of tuning per system.", "",
+             "## Systems", "",
+             "| system | mode | <= 3 % | <= 6 % | <= 9 % | paper (dynamic) | target | exact s / query | QoS exact "
+             "| trials | tuning s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name in SYSTEMS:
+        row = data["systems"].get(name)
+        paper = " / ".join(f"{x:.2f}x" for x in PAPER[name])
+        loss, want = TARGETS[name]
+        if row is None:
+            lines.append(f"| {name} | missing | | | | {paper} | >= {want:.1f}x at <= {loss} % | | | | |")
+            continue
+        got = row["dynamic"][str(loss)]
+        verdict = f">= {want:.1f}x at <= {loss} %: {'met' if got >= want else 'NOT met'} ({got:.2f}x)"
+        for mode in ("static", "dynamic"):
+            first = mode == "static"
+            lines.append("| " + " | ".join([
+                name if first else "", mode, *(_x(row[mode][str(p)], _pt(row, mode, p)) for p in LEVELS),
+                paper if not first else "n/a", verdict if first else "",
+                f"{row['exact_seconds_per_query']:.3f}" if first else "",
+                f"{row['qos_exact']:.3f}" if first and row["qos_exact"] is not None else "",
+                str(row["trials"]) if first else "", f"{row['tuning_seconds']:.0f}" if first else ""]) + " |")
+    dyn_ok = [n for n, r in data["systems"].items() if r and all(
+        r["dynamic"][str(p)] >= r["static"][str(p)] for p in LEVELS)]
+    lines += ["", f"Dynamic >= static at every level: {', '.join(dyn_ok) or 'none'}"
+              + (f"; not: {', '.join(n for n, r in data['systems'].items() if r and n not in dyn_ok)}"
+                 if any(r and n not in dyn_ok for n, r in data["systems"].items()) else "") + "."]
+    for name, d in details.items():
+        lines += detail_lines(name, data["systems"].get(name) or {}, d, data["machine"])
+    lines += gpu_lines(data, gpu_details or {})
+    lines += ["", "## Kernels", "", "| kernel | mode | <= 1 % | <= 5 % | <= 10 % |", "|---|---|---|---|---|"]
+    for name in KERNELS:
+        row = data["kernels"].get(name)
+        if row is None:
+            lines.append(f"| {name} | missing | | | |")
+            continue
+        for mode in ("static", "dynamic"):
+            lines.append(f"| {name if mode == 'static' else ''} | {mode} | "
+                         + " | ".join(_x(row[mode].get(lv), _pt(row, mode, lv)) for lv in KERNEL_LEVELS) + " |")
+    if missing or kept:
+        lines += ["", "## Not run here", ""]
+        lines += [f"- {k}: missing: {v}" for k, v in missing.items()]
+        lines += [f"- {k}: kept from the previous bench/results.json"
+                  + ("" if k == "kernels" or k.endswith("@cuda") or (data["systems"].get(k) or {}).get("points") else
+                     " (timed before paired timing: the exact program's time taken once per split; knob names "
+                     "of that commit)") + (
+            f", made by `{runs[k]['command']}` ({runs[k]['minutes']:.1f} min, commit {runs[k]['commit']})"
+            if runs and k in runs else "") for k in kept]
+    return "\n".join(lines) + "\n"
+
+
+def detail_lines(name: str, row: dict, d: dict, top_machine: str) -> list[str]:
+    """One system's section: its sizes, machine and load, the most accurate point, its front."""
+    model = row.get("model")
+    lines = ["", f"### {name}", ""] + ([f"- answer model: {model}"] if model else []) + [
+              f"- tuning questions {d.get('n_tune')}, evaluation {d.get('n_eval')}; "
+              f"trials per mode {d.get('trials_per_mode')}; wall time (load, tune, evaluate, report) "
+              f"{d.get('wall_seconds', 0):.0f} s; report: {repo_path(d.get('report', '-'))}"]
+    if row.get("machine") and row["machine"] != top_machine:
+        lines.append(f"- machine: {row['machine']}")
+    if row.get("load"):
+        lines.append(f"- while it ran: {load_text(row['load'])}")
+    best = row.get("most_accurate")
+    if best:
+        lines.append(f"- most accurate configuration measured: {best['mode']} "
+                     f"`{json.dumps(best['knobs'], sort_keys=True)}`, held-out QoS loss {_loss(best)} at "
+                     f"{best['speedup']:.2f}x" + ("; it beats the exact program beyond the interval, so against "
+                                                 f"it: {levels_text(best)}" if best.get("beats_exact") else ""))
+    if d.get("qos_note"):
+        lines.append(f"- {d['qos_note']}")
+    if d.get("fixed"):
+        lines.append("- fixed at exact (stage under 2 % of the exact time): "
+                     + ", ".join(f"{k} ({100 * v:.2f} %)" for k, v in d["fixed"].items()))
+    front = d.get("front", [])
+    if front:
+        lines += ["", "| mode | QoS loss tuning | speedup tuning | QoS loss held-out | speedup held-out "
+                  "| held-out vs tuning | knobs |", "|---|---|---|---|---|---|---|"]
+    for p in front:
+        loss = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+        gap = (f"{100 * (p['speedup_eval'] / p['speedup_tune'] - 1):+.0f} %"
+               if p.get("speedup_eval") and p.get("speedup_tune") else "-")
+        lines.append(f"| {p['mode']} | {loss(p.get('qos_loss_tune'))} | "
+                     f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})} | "
+                     f"{_loss({'qos_loss': p.get('qos_loss_eval'), 'qos_loss_ci': p.get('qos_loss_eval_ci')})} | "
+                     f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
+                     f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
+    for a in d.get("ablations") or []:
+        rows = ", ".join(f"{r['knob']} {100 * r['speedup_share']:.0f} %" for r in a["rows"]
+                         if r.get("speedup_share") is not None)
+        lines.append(f"- ablation, {a['label']} ({_x(a['speedup'], a)}): share of the speedup per knob "
+                     f"(each set back to exact, paired, {a.get('inputs', '')}): {rows or '-'}")
+    return lines
+
+
+def gpu_lines(data: dict, details: dict) -> list[str]:
+    """The SmolLM2 systems run on a GPU beside their CPU rows: same program and
+    search, the LLM on CUDA with its compiled decode, wall-time speedups."""
+    gpu = {n: r for n, r in (data.get("gpu_systems") or {}).items() if r}
+    if not gpu:
+        return []
+    lines = ["", "## SmolLM2 systems on a CPU and on a GPU", "",
+             "The same programs and search (`bench/results.py --device cuda`); on the GPU the LLM runs with its "
+             "compiled decode (static KV cache, CUDA graphs) as the exact program, and times are wall time "
+             "(paired as on the CPU).", "",
+             "| system | device | mode | <= 3 % | <= 6 % | <= 9 % | exact s / query | QoS exact | trials |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, g in gpu.items():
+        shown = [(where, row) for where, row in (("CPU", data["systems"].get(name)), ("GPU", g)) if row]
+        for i, (where, row) in enumerate(shown):
+            for mode in ("static", "dynamic"):
+                first = mode == "static"
+                lines.append("| " + " | ".join([
+                    name if first and i == 0 else "", where if first else "", mode,
+                    *(_x(row[mode][str(p)], _pt(row, mode, p)) for p in LEVELS),
+                    f"{row['exact_seconds_per_query']:.3f}" if first else "",
+                    f"{row['qos_exact']:.3f}" if first and row["qos_exact"] is not None else "",
+                    str(row["trials"]) if first else ""]) + " |")
+    for name, d in details.items():
+        lines += detail_lines(f"{name} on a GPU", gpu.get(name) or {}, d, data["machine"])
+    return lines
+
+
+def run_details(runs: dict) -> tuple[dict, dict]:
+    """({system: details} of the CPU rows, {system: details} of the GPU rows) from the runs' record."""
+    cpu = {n: runs[n]["details"] for n in SYSTEMS if (runs.get(n) or {}).get("details")}
+    gpu = {n: runs[f"{n}@cuda"]["details"] for n in SYSTEMS if (runs.get(f"{n}@cuda") or {}).get("details")}
+    return cpu, gpu
+
+
+def repo_path(path: str) -> str:
+    """`path` relative to the checkout it was written in (reports/...): results
+    travel between checkouts."""
+    return path[path.index("reports/"):] if "reports/" in path else path
