@@ -88,3 +88,23 @@ def test_untimed_passes_reuse_answers_timed_passes_run(bm25):
         assert run(q) == first
     after_untimed = bm25.reuse_counts()
     assert after_untimed["run"] == after_timed["run"] and after_untimed["reused"] == after_timed["reused"] + 1
+
+
+def test_dynamic_seeds_of_a_static_point_set_every_ladder(bm25):
+    """The LLM systems have two ladders (`read`, `prompt`): a static point seeds the
+    dynamic study with each ladder switched in turn and the other at its static value
+    for every question, each a configuration the dynamic space takes."""
+    from autotuner.space import SearchSpace
+    from examples.systems.tuning import dynamic_seeds
+
+    space = SearchSpace.from_program(bm25, "dynamic")
+    ladders = [s.name for s in bm25.knobs() if s.kind == "ladder"]
+    assert {"read", "prompt"} <= set(ladders)
+    static = {s.name: {"knob_val": 1 if s.name == "prompt" else 0} for s in bm25.knobs()}
+    seeds = dynamic_seeds(space, [static], list(range(100)))
+    assert seeds
+    for seed in seeds:
+        space.params_of(seed)  # a static ladder value left in would fail here
+        assert all("decisions" in seed[name] for name in ladders)
+    switched_read = [s for s in seeds if s["read"]["decisions"] != [0] * len(s["read"]["decisions"])]
+    assert switched_read and all(set(s["prompt"]["decisions"]) == {1} for s in switched_read)

@@ -159,15 +159,21 @@ def dynamic_seeds(space, static_configs: list[dict], states: list[int]) -> list[
     def quantile(q: float) -> int:
         return qs[min(len(qs) - 1, int(q * len(qs)))]
 
+    def ladder(d, ts, decisions) -> dict:
+        return {"thresholds": sorted(min(max(t, lo), hi) for t, (lo, hi) in zip(ts, d.bounds)),
+                "decisions": decisions}
+
     for cfg in static_configs:
+        # every ladder as its static value for all questions, then one ladder at a time switched
+        uniform = {**cfg, **{d.name: ladder(d, [quantile((i + 1) / (len(d.bounds) + 1)) for i in range(len(d.bounds))],
+                                            [cfg[d.name]["knob_val"]] * (len(d.bounds) + 1)) for d in ladders}}
         for d in ladders:
             n = len(d.bounds)
             k = cfg[d.name]["knob_val"] or 1
             tertiles = [quantile((i + 1) / (n + 1)) for i in range(n)]
             median = [quantile((i + 1) / (2 * n)) for i in range(n)]  # the last one at the median
             for ts, decisions in ((tertiles, [0] + [k] * n), (tertiles, [0] * n + [k]), (median, [0] * n + [k])):
-                ts = sorted(min(max(t, lo), hi) for t, (lo, hi) in zip(ts, d.bounds))
-                out.append({**cfg, d.name: {"thresholds": ts, "decisions": decisions}})
+                out.append({**uniform, d.name: ladder(d, ts, decisions)})
     return out
 
 
