@@ -34,7 +34,7 @@ import functools
 
 from examples.systems.agent_tools import TOOLS, tools
 from examples.systems.common import one_thread, reuse_answers, smollm
-from examples.systems.program import SystemProgram, is_exact, program_attribute
+from examples.systems.program import AnsweringSystem, program_attribute
 from frontends import Knob
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
 
@@ -104,21 +104,8 @@ def agent_program(prompted, qa_model):
     return agent_llm, (triage, summarise, qa)
 
 
-class AgentRun:
-    """One configuration: `run(question) -> answer text` (the exact one records its answers)."""
-
-    def __init__(self, fn, record: dict | None = None):
-        self.fn, self.record = fn, record
-
-    def __call__(self, question: str) -> str:
-        text = self.fn(question)
-        if self.record is not None:
-            self.record[question] = text
-        return text
-
-
-class AgentSystem(SystemProgram):
-    """The agent as the autotuner's Program (`SystemProgram`), with what
+class AgentSystem(AnsweringSystem):
+    """The agent as the autotuner's Program (`AnsweringSystem`), with what
     `tuning.tune_system` asks of a system: its questions (`inputs_module`), the exact
     answers as they run, and no retrieval stage or decision state of its own."""
 
@@ -126,10 +113,6 @@ class AgentSystem(SystemProgram):
 
     def __init__(self, program, model: str = MODEL, reuse=()):
         super().__init__("agent_llm", program, model, reuse)
-        self.exact_answers: dict[str, str] = {}
-
-    def build(self, config: dict | None = None) -> AgentRun:
-        return AgentRun(super().build(config), self.exact_answers if is_exact(config) else None)
 
     def negligible_knobs(self, questions, share: float = 0.02) -> dict[str, float]:
         return {}

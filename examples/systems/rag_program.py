@@ -27,7 +27,7 @@ into the module too, so their component ops take the same knobs:
 The answer model is the pro extractive reader (cheap model: the fast reader,
 `answer_models`) or the fine-tuned SmolLM2 (cheap model: the pro reader,
 `llm_answer_models`).
-`RagSystem` is its Program (`program.SystemProgram`) with what the tuning scripts
+`RagSystem` is its Program (`program.AnsweringSystem`) with what the tuning scripts
 need besides (exact answers, the retrieval stages' share of the time, the decision's
 states)."""
 
@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from examples.systems.common import answer_model_name, readers, reuse_answers, smollm
-from examples.systems.program import SystemProgram, is_exact
+from examples.systems.program import AnsweringSystem
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
 
@@ -166,21 +166,8 @@ def rag_system(name: str, corpus: Sequence[str], retriever, retrieve, state: Cal
                      model=answer_model_name(llm), reuse=reuse)
 
 
-class RagRun:
-    """One configuration: `run(question) -> answer text`."""
-
-    def __init__(self, fn, record: dict | None = None):
-        self.fn, self.record = fn, record
-
-    def __call__(self, question: str) -> str:
-        text = self.fn(question)
-        if self.record is not None:
-            self.record[question] = text
-        return text
-
-
-class RagSystem(SystemProgram):
-    """A RAG system's Program (`SystemProgram`), plus its `corpus`, `search` (the exact
+class RagSystem(AnsweringSystem):
+    """A RAG system's Program (`AnsweringSystem`), plus its `corpus`, `search` (the exact
     retrieval, with `prepare` / `run` stages), `state` (the answer step's decision state
     of a retrieval's hits), the knobs acting on each retrieval stage alone
     (`stage_knobs`) and the exact configuration's answers as it runs (`exact_answers`)."""
@@ -191,10 +178,6 @@ class RagSystem(SystemProgram):
         self.search, self.state = search, state
         self.corpus = tuple(corpus)
         self.stage_knobs = {k: tuple(v) for k, v in (stage_knobs or {}).items()}
-        self.exact_answers: dict[str, str] = {}
-
-    def build(self, config: dict | None = None) -> RagRun:
-        return RagRun(super().build(config), self.exact_answers if is_exact(config) else None)
 
     def profile(self, questions: Sequence[str], seconds: float = 5.0) -> dict[str, float]:
         """Share of the exact program's time in each retrieval stage: `prepare`
