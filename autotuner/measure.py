@@ -41,13 +41,13 @@ from typing import Any
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
+from autotuner.intervals import bootstrap_loss, bootstrap_ratio, ratio
 from autotuner.metrics import Metric, get_metric
 
 WHERE = "<measure>"
 MIN_BLOCK_SECONDS = 0.02  # a timed block holds (or repeats) inputs until its exact run lasts this long
 CHEAP_PASS_SECONDS = 0.25  # a pass this cheap is timed in `repeats` rounds
 MIN_BLOCKS = 8  # costly passes: rounds until this many blocks are timed (at most `repeats` rounds)
-BOOTSTRAP_SAMPLES = 2000
 TUNING_TIMING_SECONDS = 2.0  # tuning: time evenly spread inputs whose exact run lasts this long
 TIMING = ("paired: exact and approximate timed side by side, block by block (a block: consecutive inputs "
           "whose exact run lasts >= 20 ms, one input for costly programs), order alternating; speedup = total "
@@ -88,45 +88,13 @@ class PairedTiming:
     def approx_seconds(self) -> float:
         return self.scale * float(self.approx.sum()) / self.rounds
 
-
-def ratio(exact: float, approx: float) -> float:
-    return exact / approx if approx > 0 else (1.0 if exact <= 0 else float("inf"))
-
-
-def bootstrap_ratio(exact: np.ndarray, approx: np.ndarray, level: float = 0.95,
-                    seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap of sum(exact) / sum(approx), resampling paired units."""
-    exact, approx = np.asarray(exact, dtype=float), np.asarray(approx, dtype=float)
-    if len(exact) < 2:
-        r = ratio(float(exact.sum()), float(approx.sum()))
-        return r, r
-    idx = np.random.default_rng(seed).integers(0, len(exact), size=(BOOTSTRAP_SAMPLES, len(exact)))
-    e, a = exact[idx].sum(axis=1), approx[idx].sum(axis=1)
-    rs = np.divide(e, a, out=np.full_like(e, np.inf), where=a > 0)
-    lo, hi = np.quantile(rs, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
-
-
-def bootstrap_loss(exact: np.ndarray, approx: np.ndarray, relative: bool, level: float = 0.95,
-                   seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap of the QoS loss over inputs (resampled paired: each input's
-    exact and approximate score together): (mean(exact) - mean(approx)) / mean(exact)
-    when `relative` (ground truth), else mean(1 - approx) (agreement with the exact
-    outputs). A resample where the exact program scores 0 compares scores directly."""
-    exact, approx = np.asarray(exact, dtype=float), np.asarray(approx, dtype=float)
-    n = len(approx)
-    if n == 0:
-        return 0.0, 0.0
-    idx = np.random.default_rng(seed).integers(0, n, size=(BOOTSTRAP_SAMPLES, n)) if n > 1 else np.zeros((1, 1), int)
-    a = approx[idx].mean(axis=1)
-    if relative:
-        e = exact[idx].mean(axis=1)
-        base = np.where(e > 0, e, 1.0)
-        losses = (e - a) / base
-    else:
-        losses = 1.0 - a
-    lo, hi = np.quantile(losses, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    @staticmethod
+    def join(parts: "Sequence[PairedTiming]") -> "PairedTiming":
+        """The timing of disjoint input shards as one: each shard's blocks as seconds of
+        one pass (its rounds and scale divided out), side by side."""
+        exact = np.concatenate([p.exact * (p.scale / p.rounds) for p in parts])
+        approx = np.concatenate([p.approx * (p.scale / p.rounds) for p in parts])
+        return PairedTiming(exact, approx, 1, 1.0, sum(p.timed for p in parts))
 
 
 @dataclass
@@ -153,13 +121,62 @@ class Measurement:
         return None if self.speedup_low is None else (self.speedup_low, self.speedup_high)
 
 
+@dataclass
+class Figures:
+    """One configuration's raw figures on some inputs: per-input QoS scores, money, and
+    the paired timing (None for the money objective). Figures of disjoint shards of
+    the inputs join into those of all of them (`autotuner.sharded`)."""
+
+    scores: np.ndarray
+    money: float | None
+    timing: PairedTiming | None
+
+
+def qos_of(exact_scores: np.ndarray, scores: np.ndarray, with_references: bool) -> tuple[float, float, float]:
+    """(QoS loss, mean quality, standard error of the loss) of per-input `scores`
+    beside the exact program's on the same inputs (see the module docstring)."""
+    n = len(scores)
+    qos_exact = float(exact_scores.mean()) if with_references else 1.0
+    if qos_exact <= 0:  # a slice where the exact program scores 0: compare scores directly
+        qos_exact = 1.0
+    per_input = (exact_scores - scores) / qos_exact if with_references else 1.0 - scores
+    loss = (qos_exact - float(scores.mean())) / qos_exact if with_references else float(per_input.mean())
+    se = float(per_input.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+    return loss, float(scores.mean()), se
+
+
+def summarise(figures: Figures, exact_scores: np.ndarray, with_references: bool, objective: str = "time",
+              exact_money: float | None = None) -> Measurement:
+    """The Measurement of a configuration's figures (QoS loss and its bootstrap interval,
+    speedup and its interval, or the money ratio)."""
+    scores, n = figures.scores, len(figures.scores)
+    loss, quality, se = qos_of(exact_scores, scores, with_references)
+    loss_low, loss_high = bootstrap_loss(exact_scores, scores, with_references)
+    if objective == "money" or figures.timing is None:
+        return Measurement(loss, ratio(exact_money or 0.0, figures.money or 0.0), float("nan"), quality, n, se,
+                           figures.money, loss_low=loss_low, loss_high=loss_high)
+    timing = figures.timing
+    low, high = timing.interval()
+    return Measurement(loss, timing.speedup, timing.approx_seconds, quality, n, se, figures.money, low, high,
+                       timing.exact_seconds, loss_low, loss_high)
+
+
+def check_exact_qos(exact_scores: np.ndarray, with_references: bool, what: str, metric: str) -> None:
+    """A QoS loss is relative to the exact program's QoS against the ground truth: it must not be 0."""
+    if with_references and exact_scores.mean() <= 0:
+        raise ApproxError(f"the exact program scores QoS 0 against the ground truth on the {what} split "
+                          f"(metric {metric}): a QoS loss cannot be defined", where=WHERE)
+
+
 class Measurer:
     """Measures configurations of `program` on one split of the inputs."""
 
     def __init__(self, program, inputs: Sequence, references: Sequence | None, metric: str | Callable | Metric,
                  repeats: int = 5, money: Callable | None = None, objective: str = "time",
                  exact_config: dict | None = None, what: str = "tuning", clock: str = "wall",
-                 timing_seconds: float | None = None):
+                 timing_seconds: float | None = None, whole_split: bool = True):
+        """`whole_split=False`: the inputs are a shard of a split (`autotuner.sharded`),
+        whose exact QoS is checked on the whole split, not here."""
         if clock not in CLOCKS:
             raise ApproxError(f"clock must be 'wall' or 'cpu', got {clock!r}", where=WHERE)
         self.clock, self._now = clock, CLOCKS[clock]
@@ -187,12 +204,16 @@ class Measurer:
         self.exact_outputs = self._run(fn, self.inputs, exact=True)
         refs = self.references if self.references is not None else self.exact_outputs
         self.exact_scores = self.metric.scores(self.exact_outputs, refs)
-        if self.references is not None and self.exact_scores.mean() <= 0:
-            raise ApproxError(f"the exact program scores QoS 0 against the ground truth on the {what} split "
-                              f"(metric {self.metric.name}): a QoS loss cannot be defined", where=WHERE)
+        if whole_split:
+            check_exact_qos(self.exact_scores, self.with_references, what, self.metric.name)
         self.exact_fn = fn
         self._exact_passes: dict[int, list[float]] = {}  # exact pass times measured alongside, per slice
         self._exact_money: dict[int, float | None] = {}
+
+    @property
+    def with_references(self) -> bool:
+        """QoS against ground truth (else against the exact program's outputs)."""
+        return self.references is not None
 
     # ------------------------------------------------------------ running
 
@@ -310,38 +331,33 @@ class Measurer:
         outputs of the first n inputs (the scores give the loss's interval)."""
         refs = (self.references if self.references is not None else self.exact_outputs)[:n]
         scores = self.metric.scores(outputs, refs)
-        exact = self.exact_scores[:n]
-        qos_exact = float(exact.mean()) if self.references is not None else 1.0
-        if qos_exact <= 0:  # a slice where the exact program scores 0: compare scores directly
-            qos_exact = 1.0
-        per_input = (exact - scores) / qos_exact if self.references is not None else 1.0 - scores
-        loss = (qos_exact - float(scores.mean())) / qos_exact if self.references is not None \
-            else float(per_input.mean())
-        se = float(per_input.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
-        return loss, float(scores.mean()), se, scores
+        return (*qos_of(self.exact_scores[:n], scores, self.with_references), scores)
 
     def loss_interval(self, scores: np.ndarray, n: int) -> tuple[float, float]:
         """95 % bootstrap interval of the QoS loss of per-input `scores` on the first n inputs."""
-        return bootstrap_loss(self.exact_scores[:n], scores, self.references is not None)
+        return bootstrap_loss(self.exact_scores[:n], scores, self.with_references)
 
-    def measure(self, fn, config: dict, n: int | None = None, repeats: int | None = None) -> Measurement:
-        """QoS loss and speedup of `fn` (the program built for `config`) on the first
-        n inputs of the split (all by default)."""
+    def figures(self, fn, config: dict, n: int | None = None, repeats: int | None = None) -> Figures:
+        """Per-input scores, money and paired timing of `fn` (the program built for
+        `config`) on the first n inputs of the split (all by default)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         inputs = self.inputs[:n]
         untimed = getattr(self.program, "untimed", None)
         with untimed() if callable(untimed) else contextlib.nullcontext():
             outputs = self._run(fn, inputs)  # the warm-up pass
-        loss, quality, se, scores = self.qos(outputs, n)
-        loss_low, loss_high = self.loss_interval(scores, n)
+        refs = (self.references if self.references is not None else self.exact_outputs)[:n]
+        scores = self.metric.scores(outputs, refs)
         money = self._money(config, inputs, outputs)
-        if self.objective == "money":
-            return Measurement(loss, ratio(self.exact_money(n), money), float("nan"), quality, n, se, money,
-                               loss_low=loss_low, loss_high=loss_high)
-        timing = self.paired(fn, n, repeats)
-        low, high = timing.interval()
-        return Measurement(loss, timing.speedup, timing.approx_seconds, quality, n, se, money, low, high,
-                           timing.exact_seconds, loss_low, loss_high)
+        timing = None if self.objective == "money" else self.paired(fn, n, repeats)
+        return Figures(scores, money, timing)
+
+    def measure(self, fn, config: dict, n: int | None = None, repeats: int | None = None) -> Measurement:
+        """QoS loss and speedup of `fn` (the program built for `config`) on the first
+        n inputs of the split (all by default)."""
+        n = len(self.inputs) if n is None else min(n, len(self.inputs))
+        figures = self.figures(fn, config, n, repeats)
+        exact_money = self.exact_money(n) if self.objective == "money" else None
+        return summarise(figures, self.exact_scores[:n], self.with_references, self.objective, exact_money)
 
 
 def split_inputs(inputs: Sequence, references: Sequence | None, eval_ratio: float, seed: int,

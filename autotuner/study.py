@@ -46,6 +46,7 @@ from autotuner.explain import importances, is_exact
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult
+from autotuner.sharded import ShardedEvaluation
 from autotuner.space import SearchSpace
 from autotuner.storage import open_storage, safe_url
 from autotuner.workers import Job, progress_line, run_workers
@@ -95,42 +96,61 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> 
     return study
 
 
-def _eval_front(study, fr: list, program, eval_m: Measurer | None, mode: str, notes: list) -> list[FrontPoint]:
-    """The front's points, re-measured on the held-out split (`autotuner.verify`'s code;
-    kept in the study, so a resume does not measure them again). A point with every
-    knob exact is the exact program (knob 0 is exact): 1.00x and no loss, not timed
-    against itself (for a costly program, two exact passes saved per mode)."""
-    from autotuner.verify import measure_points
+def _eval_front(study, fr: list, program, eval_m, mode: str, notes: list) -> list[FrontPoint]:
+    """The front's points, re-measured on the held-out split (`eval_m`: a Measurer, or a
+    ShardedEvaluation whose workers share the inputs; kept in the study, so a resume
+    does not measure them again). A point with every knob exact is the exact program
+    (knob 0 is exact): 1.00x and no loss, not timed against itself (for a costly
+    program, two exact passes saved per mode)."""
+    from autotuner.sharded import ShardedEvaluation
+    from autotuner.workers import build
 
-    points = []
+    points, figures, pending = [], {}, []
     for r in fr:
         p = FrontPoint(mode, r.config, r.qos_loss, r.speedup, seconds_tune=r.attrs.get("seconds"),
                        trial=r.number, money_tune=r.attrs.get("money"))
         if "speedup_low" in r.attrs:
             p.speedup_tune_ci = [r.attrs["speedup_low"], r.attrs["speedup_high"]]
-        if eval_m is not None:
-            key = f"eval:{r.number}"
-            cached = study.user_attrs.get(key)
-            if cached is None and all(is_exact(v) for v in r.config.values()):
-                # every knob exact: the exact program, whose figures the evaluation's exact run already has
-                cached = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
-                          "money": eval_m.exact_money(), "ci": None, "loss_ci": [0.0, 0.0]}
-            if cached is None:
-                try:
-                    v, = measure_points(eval_m, program, [(mode, len(points), p)])
-                    cached = {"qos_loss": v.qos_loss, "speedup": v.speedup, "seconds": v.seconds,
-                              "money": v.money, "ci": v.speedup_ci, "loss_ci": v.qos_loss_ci}
-                except ApproxError as err:
-                    cached = {"error": err.line()}
-                study.set_user_attr(key, cached)
-            if "error" in cached:
-                notes.append(f"{mode} trial {r.number}: held-out evaluation failed: {cached['error']}")
-            else:
-                p.qos_loss_eval, p.speedup_eval = cached["qos_loss"], cached["speedup"]
-                p.seconds_eval, p.money_eval = cached["seconds"], cached["money"]
-                p.speedup_eval_ci, p.qos_loss_eval_ci = cached.get("ci"), cached.get("loss_ci")
         p.ir = transformed_ir(program, r.config)
         points.append(p)
+        if eval_m is None:
+            continue
+        cached = study.user_attrs.get(f"eval:{r.number}")
+        if cached is None and all(is_exact(v) for v in r.config.values()):
+            # every knob exact: the exact program, whose figures the evaluation's exact run already has
+            cached = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
+                      "money": eval_m.exact_money(), "ci": None, "loss_ci": [0.0, 0.0]}
+        if cached is None:
+            pending.append(r)
+        else:
+            figures[r.number] = cached
+
+    def store(i: int, m) -> None:
+        cached = {"error": m} if isinstance(m, str) else {
+            "qos_loss": m.qos_loss, "speedup": m.speedup, "seconds": None if m.seconds != m.seconds else m.seconds,
+            "money": m.money, "ci": None if m.speedup_low is None else [m.speedup_low, m.speedup_high],
+            "loss_ci": m.loss_interval}
+        study.set_user_attr(f"eval:{pending[i].number}", cached)
+        figures[pending[i].number] = cached
+
+    if isinstance(eval_m, ShardedEvaluation):
+        eval_m.measure([r.config for r in pending], store)
+    elif eval_m is not None:
+        for i, r in enumerate(pending):
+            try:
+                store(i, eval_m.measure(build(program, r.config), r.config))
+            except ApproxError as err:
+                store(i, err.line())
+    for p, r in zip(points, fr):
+        cached = figures.get(r.number)
+        if cached is None:
+            continue
+        if "error" in cached:
+            notes.append(f"{mode} trial {r.number}: held-out evaluation failed: {cached['error']}")
+        else:
+            p.qos_loss_eval, p.speedup_eval = cached["qos_loss"], cached["speedup"]
+            p.seconds_eval, p.money_eval = cached["seconds"], cached["money"]
+            p.speedup_eval_ci, p.qos_loss_eval_ci = cached.get("ci"), cached.get("loss_ci")
     return points
 
 
@@ -225,7 +245,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
          stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
          money: Callable | None = None, objective: str = "time", clock: str = "auto", evaluate: bool = True,
          progress: bool = False, warm_start: str | None = None, patience: int | None = None,
-         timeout: float | None = None) -> TuningResult:
+         timeout: float | None = None, eval_jobs: int | None = None) -> TuningResult:
     """Search the accuracy/performance Pareto front of `program` on `inputs`.
 
     `program`: a Program, a decorated function or a spec (`file.mlir:entry`);
@@ -237,15 +257,18 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     measurements a new study reuses; `patience`: stop a mode's search when the front's
     hypervolume has not grown for this many evaluations; `timeout`: seconds for each
     mode's search (checked between trials; finished trials are kept, and the same call
-    again resumes).
+    again resumes). `eval_jobs` (default `jobs`): worker processes that share the
+    held-out inputs (`autotuner.sharded`). Worker processes rebuild the program from
+    its spec: `program` given as one, or a program's `spec` attribute.
     See the module docstrings of `autotuner.measure` and `autotuner._objective`."""
     _check(budget, n_trials, jobs, mode, stage_fraction)
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
         raise ApproxError(f"patience must be a positive number of evaluations, got {patience!r}", where=WHERE)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise ApproxError(f"timeout must be a positive number of seconds, got {timeout!r}", where=WHERE)
-    spec = program if isinstance(program, str) else None
+    spec = program if isinstance(program, str) else getattr(program, "spec", None)
     program = as_program(program)
+    eval_jobs = jobs if eval_jobs is None else eval_jobs
     if sampler not in SAMPLERS:
         raise ApproxError(f"unknown sampler '{sampler}' (samplers: {', '.join(SAMPLERS)})", where=WHERE)
     notes: list[str] = []
@@ -292,18 +315,32 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
             studies[m], names[m] = study, job.study_name
             total_seconds += study.user_attrs["tuning_seconds"]
 
-    eval_m = Measurer(program, eval_in, eval_ref, metric, repeats, money, objective, what="evaluation",
-                      clock=clock) if evaluate else None
+    if evaluate and eval_jobs > 1 and len(eval_in) > 1:
+        say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
+        eval_m = ShardedEvaluation(spec or program, eval_in, eval_ref, metric, jobs=eval_jobs, repeats=repeats,
+                                   money=money, objective=objective, clock=clock, progress=say)
+    else:
+        eval_m = Measurer(program, eval_in, eval_ref, metric, repeats, money, objective, what="evaluation",
+                          clock=clock) if evaluate else None
+    try:
+        return _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler,
+                       tune_in, eval_in, total_seconds, storage, clock, objective, metric)
+    finally:
+        if isinstance(eval_m, ShardedEvaluation):
+            eval_m.close()
+
+
+def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler, tune_in,
+            eval_in, total_seconds, storage, clock, objective, metric) -> TuningResult:
+    """The TuningResult of the searches: fronts (held-out figures from `eval_m`),
+    every trial, importances; saved beside the study."""
     result = TuningResult(program.name, tune_m.metric.name, float(budget), 0, 0, total_seconds, seed=seed,
                           sampler=sampler, n_tune=len(tune_in), n_eval=len(eval_in), study_names=names,
                           storage=safe_url(storage), notes=notes, program_spec=spec, clock=clock,
                           knob_space={m: s.describe() for m, s in spaces.items()},
                           timing=TIMING if objective == "time" else None,
                           metric_spec=metric if isinstance(metric, str) else None)
-    if objective == "time":
-        result.exact_seconds_tune = tune_m.exact_seconds()
-        result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
-    if eval_m is not None and eval_m.references is not None:
+    if eval_m is not None and eval_m.with_references:
         result.exact_scores_eval = [float(v) for v in eval_m.exact_scores]
     for m, study in studies.items():
         c = counts(study)
@@ -322,6 +359,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
         result.front += _eval_front(study, fr, program, eval_m, m, notes)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
+    if objective == "time":  # after the evaluation: the exact passes timed beside its points
+        result.exact_seconds_tune = tune_m.exact_seconds()
+        result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
     for note in notes:
         log.info("%s: %s", program.name, note)
     path = result.save(out / "result.json").resolve()

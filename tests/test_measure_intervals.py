@@ -10,8 +10,8 @@ import time
 import numpy as np
 
 from autotuner import FrontPoint, TuningResult
+from autotuner.intervals import bootstrap_loss
 from autotuner.machine import LoadProbe, describe_machine
-from autotuner.measure import bootstrap_loss
 from autotuner.report_summary import fmt_loss, speedup_cells
 from bench.results import keep_quiet_rows
 from bench.results_md import load_text

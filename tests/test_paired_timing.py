@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 
-from autotuner.measure import Measurer, bootstrap_ratio
+from autotuner.intervals import bootstrap_ratio
+from autotuner.measure import Measurer
 from passes.knobs import KnobSpec
 
 

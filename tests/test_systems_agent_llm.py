@@ -69,7 +69,6 @@ def test_knob_zero_is_the_undecorated_program(system):
     run = system.exact()
     for item in agent_data.items("tune", 2)[1:]:  # a kmeans question: triage, tool, summary, QA
         assert run(item.question) == plain.python(item.question)
-        assert system.exact_answers[item.question] == run(item.question)
 
 
 def test_tuner_runs_it_on_one_question(system, tmp_path):

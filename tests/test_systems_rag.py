@@ -60,7 +60,6 @@ def test_exact_answers_are_fixed_and_deterministic(system):
     exact = program.exact()
     assert {q: exact(q) for q in fixed} == fixed
     assert {q: program.exact()(q) for q in fixed} == fixed  # a second build answers the same
-    assert all(program.exact_answers[q] == a for q, a in fixed.items())
 
 
 def test_knob_zero_is_the_plain_pipeline(system):

@@ -34,7 +34,7 @@ import functools
 
 from examples.systems.agent_tools import TOOLS, tools
 from examples.systems.common import one_thread, reuse_answers, smollm
-from examples.systems.program import AnsweringSystem, program_attribute
+from examples.systems.program import SystemProgram, program_attribute
 from frontends import Knob
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
 
@@ -104,10 +104,10 @@ def agent_program(prompted, qa_model):
     return agent_llm, (triage, summarise, qa)
 
 
-class AgentSystem(AnsweringSystem):
-    """The agent as the autotuner's Program (`AnsweringSystem`), with what
-    `tuning.tune_system` asks of a system: its questions (`inputs_module`), the exact
-    answers as they run, and no retrieval stage or decision state of its own."""
+class AgentSystem(SystemProgram):
+    """The agent as the autotuner's Program (`SystemProgram`), with what
+    `tuning.tune_system` asks of a system: its questions (`inputs_module`), and no
+    retrieval stage or decision state of its own."""
 
     inputs_module = "examples.systems.agent_data"
 

@@ -92,31 +92,6 @@ class SystemProgram:
 
 
 
-class AnswerRun:
-    """One configuration of a question-answering system: `run(question) -> answer text`;
-    with `record`, each answer is also kept there under its question."""
-
-    def __init__(self, fn, record: dict | None = None):
-        self.fn, self.record = fn, record
-
-    def __call__(self, question: str) -> str:
-        text = self.fn(question)
-        if self.record is not None:
-            self.record[question] = text
-        return text
-
-
-class AnsweringSystem(SystemProgram):
-    """A SystemProgram answering questions, keeping the exact configuration's answers as
-    it runs (`exact_answers`: what tuning's held-out QoS of the exact program reads)."""
-
-    def __init__(self, name: str, program, model: str = "", reuse: Sequence = ()):
-        super().__init__(name, program, model, reuse)
-        self.exact_answers: dict[str, str] = {}
-
-    def build(self, config: dict | None = None) -> AnswerRun:
-        return AnswerRun(super().build(config), self.exact_answers if is_exact(config) else None)
-
 def program_attribute(module: str, build: Callable[[], SystemProgram]) -> Callable[[str], SystemProgram]:
     """The `__getattr__` of `module` whose `program` is `build()` (built on first use,
     not at import), for `approx-tune run <module>:program ...`."""

@@ -27,7 +27,7 @@ into the module too, so their component ops take the same knobs:
 The answer model is the pro extractive reader (cheap model: the fast reader,
 `answer_models`) or the fine-tuned SmolLM2 (cheap model: the pro reader,
 `llm_answer_models`).
-`RagSystem` is its Program (`program.AnsweringSystem`) with what the tuning scripts
+`RagSystem` is its Program (`program.SystemProgram`) with what the tuning scripts
 need besides (exact answers, the retrieval stages' share of the time, the decision's
 states)."""
 
@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from examples.systems.common import answer_model_name, readers, reuse_answers, smollm
-from examples.systems.program import AnsweringSystem
+from examples.systems.program import SystemProgram
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
 
@@ -166,11 +166,11 @@ def rag_system(name: str, corpus: Sequence[str], retriever, retrieve, state: Cal
                      model=answer_model_name(llm), reuse=reuse)
 
 
-class RagSystem(AnsweringSystem):
-    """A RAG system's Program (`AnsweringSystem`), plus its `corpus`, `search` (the exact
+class RagSystem(SystemProgram):
+    """A RAG system's Program (`SystemProgram`), plus its `corpus`, `search` (the exact
     retrieval, with `prepare` / `run` stages), `state` (the answer step's decision state
-    of a retrieval's hits), the knobs acting on each retrieval stage alone
-    (`stage_knobs`) and the exact configuration's answers as it runs (`exact_answers`)."""
+    of a retrieval's hits) and the knobs acting on each retrieval stage alone
+    (`stage_knobs`)."""
 
     def __init__(self, name: str, program, corpus: Sequence[str], search, state: Callable,
                  stage_knobs: dict[str, Sequence[str]] | None = None, model: str = "", reuse: Sequence = ()):

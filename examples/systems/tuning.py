@@ -72,7 +72,9 @@ def load_system(name: str):
 
         raise ApproxError(f"unknown system '{name}' (systems: {', '.join(SYSTEMS)})", where="examples.systems")
     module, function = SYSTEMS[name].split(":")
-    return getattr(importlib.import_module(module), function)()
+    program = getattr(importlib.import_module(module), function)()
+    program.spec = SYSTEMS[name]  # worker processes build it again from its name (`autotuner.tune`)
+    return program
 
 
 def evaluated_trials(storage: str, study_name: str) -> int:
@@ -272,7 +274,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     """Tune system `name` (or `program`, a RagSystem) on `n_tune` tuning questions
     (evaluation: 5x as many, other articles; or the first `n_eval` of them), `trials`
     evaluations per mode, at most about `seconds` of search, `jobs` worker processes
-    (each builds the system `name`; 1: this process runs `program`); `evaluate=False`
+    (each builds the system `name`; 1: this process runs `program`; the held-out
+    questions are shared among as many workers, `autotuner.sharded`); `evaluate=False`
     skips the held-out evaluation (paired timing, `eval_repeats` rounds at most).
     `ablate_levels` (percent QoS-loss levels): ablate the chosen point of each on the
     first `n_tune` held-out questions. `tuning_qos` (TUNING_QOS; default: "kept" for the
@@ -330,10 +333,11 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                                           limit=max(2, trials // 2)),  # at most half the trials
         **common)
     result = tune(program, tune_q, tune_ref, mode="both", n_trials=max(1, min(done.values())), evaluate=evaluate,
-                  study_name=name, **{**common, "repeats": eval_repeats})
+                  study_name=name, jobs=1, eval_jobs=jobs if getattr(program, "spec", None) else 1,
+                  **{**common, "repeats": eval_repeats})
     merge_static_front(result, program)
-    answers = program.exact_answers
-    qos_exact = sum(METRIC.fn(answers[q], a) for q, a in zip(eval_q, eval_a)) / len(eval_q) if evaluate else None
+    scores = result.exact_scores_eval  # the held-out evaluation's exact run (in this process or its workers)
+    qos_exact = sum(scores) / len(scores) if evaluate and scores else None
     result.notes += [
         TUNING_QOS[tuning_qos] + (f" ({len(tune_q)} tuning questions, found among {tried} tried)" if tried else ""),
         "fixed at exact (their retrieval stage takes under 2 % of the exact program's time): "

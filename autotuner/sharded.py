@@ -1,0 +1,191 @@
+"""The held-out evaluation spread over worker processes.
+
+A costly program (an LLM answering: a second a question on one core) measured on
+hundreds of held-out inputs takes an hour a front in one process. With `jobs`
+workers, each takes every `jobs`-th input (its shard), runs the exact program on it
+once, then measures every configuration on it exactly as `Measurer` does: the warm-up
+pass gives the per-input scores, and the exact and approximate programs are timed
+side by side, block by block, in that worker. The shards' scores (put back in input
+order) and timed blocks (as seconds of one pass) join into one `Measurement`: the
+same figures, intervals included, as one process measuring all inputs would give,
+in about 1/jobs of the time. Pairing holds within each worker, so workers sharing
+a machine's memory bandwidth slow both programs alike.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from approx_dialect.diagnostics import ApproxError
+from autotuner.measure import Figures, Measurement, Measurer, PairedTiming, as_args, check_exact_qos, summarise
+from autotuner.metrics import get_metric
+
+WHERE = "<held-out evaluation>"
+POLL_SECONDS = 1.0  # how often the parent checks that its workers are alive
+
+
+def _shard_main(source, inputs, references, metric, repeats, money, objective, clock, shard, tasks, results):
+    """One worker: the exact program on its shard, then each configuration sent to it
+    (a Ctrl-C ends it quietly: the parent reports the interruption)."""
+    try:
+        _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, tasks, results)
+    except KeyboardInterrupt:
+        pass
+
+
+def _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, tasks, results):
+    try:
+        from autotuner.loading import as_program
+        from autotuner.workers import build
+
+        program = as_program(source)
+        m = Measurer(program, inputs, references, metric, repeats, money, objective, what="evaluation",
+                     clock=clock, whole_split=False)
+        results.put(("ready", shard, m.exact_scores, m.exact_seconds(),
+                     m.exact_money() if money is not None else None))
+    except ApproxError as err:
+        results.put(("failed", shard, err.line()))
+        return
+    except Exception as err:  # a bug: one line for the parent
+        results.put(("failed", shard, f"internal error: {type(err).__name__}: {err}"))
+        return
+    while (task := tasks.get()) is not None:
+        index, config = task
+        try:
+            results.put(("done", shard, index, m.figures(build(program, config), config)))
+        except ApproxError as err:
+            results.put(("error", shard, index, err.line()))
+        except Exception as err:
+            results.put(("error", shard, index, f"internal error: {type(err).__name__}: {err}"))
+
+
+class ShardedEvaluation:
+    """Workers each holding a shard of the held-out inputs; `measure` sends them
+    configurations. Use as a context manager (the workers end with it)."""
+
+    def __init__(self, source, inputs: Sequence, references: Sequence | None, metric, *, jobs: int,
+                 repeats: int = 1, money: Callable | None = None, objective: str = "time", clock: str = "wall",
+                 progress: Callable[[str], None] | None = None):
+        inputs = [as_args(x) for x in inputs]
+        if not inputs:
+            raise ApproxError("the evaluation split has no inputs", where=WHERE)
+        jobs = max(1, min(jobs, len(inputs)))
+        self.n, self.jobs, self.objective, self.progress = len(inputs), jobs, objective, progress
+        self.with_references = references is not None
+        self.shards = [list(range(s, len(inputs), jobs)) for s in range(jobs)]
+        ctx = mp.get_context("spawn")  # not fork: the JIT and torch state must not be shared
+        self._results = ctx.Queue()
+        self._tasks = [ctx.Queue() for _ in range(jobs)]
+        self._procs = []
+        for s, idx in enumerate(self.shards):
+            refs = None if references is None else [references[i] for i in idx]
+            p = ctx.Process(target=_shard_main, daemon=True,
+                            args=(source, [inputs[i] for i in idx], refs, metric, repeats, money, objective, clock,
+                                  s, self._tasks[s], self._results))
+            p.start()
+            self._procs.append(p)
+        self._say(f"[held-out] {self.n} inputs on {jobs} workers: running the exact program")
+        exact_scores = np.zeros(self.n)
+        warm_seconds, money_total = 0.0, 0.0
+        for _ in range(jobs):
+            msg = self._next()
+            if msg[0] == "failed":
+                self.close()
+                raise ApproxError(f"held-out worker {msg[1]}: {msg[2]}", where=WHERE)
+            _, s, scores, seconds, exact_money = msg
+            exact_scores[self.shards[s]] = scores
+            warm_seconds += seconds
+            money_total += exact_money or 0.0
+        self.exact_scores = exact_scores
+        try:
+            check_exact_qos(exact_scores, self.with_references, "evaluation", get_metric(metric).name)
+        except ApproxError:
+            self.close()
+            raise
+        self._warm_seconds, self._exact_money = warm_seconds, (money_total if money is not None else None)
+        self._exact_passes: list[float] = []
+
+    def _say(self, line: str) -> None:
+        if self.progress:
+            self.progress(line)
+
+    def _next(self):
+        """The next message of any worker; a worker that died is an error, not a hang."""
+        while True:
+            try:
+                return self._results.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                dead = [(s, p.exitcode) for s, p in enumerate(self._procs) if p.exitcode is not None]
+                if dead:
+                    self.close()
+                    s, code = dead[0]
+                    raise ApproxError(f"held-out worker {s} died (exit code {code})", where=WHERE) from None
+
+    def measure(self, configs: Sequence[dict], on_result: Callable[[int, Measurement | str], Any] | None = None
+                ) -> list[Measurement | str]:
+        """Each configuration measured on all inputs: a Measurement, or the error line of
+        the first shard it failed on. `on_result(i, figure)` as soon as configuration i is
+        measured on every shard (configurations finish in order, workers run ahead)."""
+        for task in enumerate(configs):
+            for q in self._tasks:
+                q.put(task)
+        parts: dict[int, dict[int, Figures | str]] = {i: {} for i in range(len(configs))}
+        out: list[Measurement | str | None] = [None] * len(configs)
+        finished = 0
+        while finished < len(configs):
+            kind, s, i, payload = self._next()
+            parts[i][s] = payload if kind == "done" else f"{payload} (shard {s})"
+            if len(parts[i]) < self.jobs:
+                continue
+            errors = [p for p in parts[i].values() if isinstance(p, str)]
+            out[i] = errors[0] if errors else self._join(parts.pop(i))
+            finished += 1
+            self._say(f"[held-out] {finished}/{len(configs)} configurations measured")
+            if on_result is not None:
+                on_result(i, out[i])
+        return out  # type: ignore[return-value]
+
+    def _join(self, parts: dict[int, Figures]) -> Measurement:
+        scores = np.zeros(self.n)
+        for s, f in parts.items():
+            scores[self.shards[s]] = f.scores
+        timings = [parts[s].timing for s in range(self.jobs)]
+        timing = None if any(t is None for t in timings) else PairedTiming.join(timings)  # type: ignore[arg-type]
+        monies = [f.money for f in parts.values()]
+        money = None if any(v is None for v in monies) else float(sum(monies))  # type: ignore[arg-type]
+        m = summarise(Figures(scores, money, timing), self.exact_scores, self.with_references, self.objective,
+                      self._exact_money)
+        if m.exact_seconds is not None:
+            self._exact_passes.append(m.exact_seconds)
+        return m
+
+    def exact_seconds(self) -> float:
+        """One exact pass over all inputs: the median of those timed alongside, else the warm-up."""
+        return statistics.median(self._exact_passes) if self._exact_passes else self._warm_seconds
+
+    def exact_money(self) -> float | None:
+        return self._exact_money
+
+    def close(self) -> None:
+        for q in self._tasks:
+            try:
+                q.put(None)
+            except (OSError, ValueError):
+                pass
+        for p in self._procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+
+    def __enter__(self) -> ShardedEvaluation:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
