@@ -155,7 +155,8 @@ def main(argv=None) -> int:
                     "the 5x n-tune sample)")
     ap.add_argument("--llm-trials", type=int, default=30, help="RAG-LLM systems: evaluations per mode")
     ap.add_argument("--llm-seconds", type=float, default=1200, help="RAG-LLM systems: search time (both modes)")
-    ap.add_argument("--llm-jobs", type=int, default=2, help="RAG-LLM systems: worker processes of the search")
+    ap.add_argument("--llm-jobs", type=int, default=2, help="SmolLM2 systems: worker processes of the search and of "
+                    "the held-out evaluation (which shares the held-out inputs among them)")
     ap.add_argument("--llm-ablate", default="", help="RAG-LLM systems: as --ablate (default: none)")
     ap.add_argument("--tools-llm-n-tune", type=int, default=40, help="LLM + tools agent: tuning items")
     ap.add_argument("--tools-llm-n-eval", type=int, default=200, help="LLM + tools agent: held-out items (a "
@@ -171,6 +172,10 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="where the SmolLM2 systems' LLM runs (cuda: its compiled decode; rows name the GPU, speedups "
                     "are wall-time ratios)")
+    ap.add_argument("--resume", action="store_true",
+                    help="go on with each part's study in reports/bench/<part> (a run stopped part-way keeps its "
+                    "trials and held-out figures; the search gets its time again: --llm-seconds 0 only finishes "
+                    "the evaluation)")
     ap.add_argument("--overwrite-quiet", action="store_true",
                     help="let a run that shared its cores with other processes replace a quiet run's row")
     ap.add_argument("--render", action="store_true",
@@ -197,16 +202,18 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     start = time.perf_counter()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     ablate = tuple(int(v) for v in args.ablate.split(",") if v.strip())
-    rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate)
+    rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate,
+               fresh=not args.resume)
     llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
-               jobs=args.llm_jobs, ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
+               jobs=args.llm_jobs, fresh=not args.resume,
+               ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
     rag_llm = dict(llm, tuning_qos=args.llm_tuning_qos)
     tools_llm = dict(rag_llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval,
                      seconds=args.tools_llm_seconds)
     sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": rag_llm, "rag_dense_llm": rag_llm,
              "tools_llm": tools_llm, "agent_llm": dict(rag_llm, n_tune=args.agent_n_tune, n_eval=args.agent_n_eval),
              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
-                           ablate_levels=ablate)}
+                           ablate_levels=ablate, fresh=not args.resume)}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}
     gpu = args.device == "cuda"
     if gpu:

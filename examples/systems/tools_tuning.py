@@ -25,7 +25,7 @@ SAMPLER = "predictive"  # as the RAG systems (examples/systems/tuning.py)
 
 def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
                ablate_levels: tuple = (), *, llm: bool = False, eval_ratio: int = 5, jobs: int = 1,
-               eval_repeats: int = EVAL_REPEATS, tuning_qos: str | None = None) -> dict:
+               eval_repeats: int = EVAL_REPEATS, tuning_qos: str | None = None, fresh: bool = True) -> dict:
     """Tune the agent (`llm`: the LLM + tools agent of tools_agent_llm.py) on `n_tune`
     BFCL items (static, then dynamic seeded with the static front; `trials` evaluations
     each, or what `seconds` allows, half per mode; `jobs` worker processes) and evaluate
@@ -62,6 +62,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     else:
         program = ToolsAgentProgram()
     name = "tools_llm" if llm else "tools"
+    program.spec = f"{module}:system"  # worker processes build it again from its name (`autotuner.tune`)
     tune_in, eval_in = [query_of(i) for i in tune_items], [query_of(i) for i in eval_items]
     tried = None
     if tuning_qos == "kept":
@@ -73,7 +74,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
                               where="examples.systems.tools_tuning")
     out = Path(out_dir or os.environ.get("APPROX_TOOLS_OUT") or tempfile.mkdtemp(prefix="tools_agent_"))
     out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("study.db*"), out / "result.json"]:  # a fresh study (ours only: the folder may hold more)
+    for old in [*out.glob("study.db*"), out / "result.json"] if fresh else []:  # ours only: the folder may hold more
         old.unlink(missing_ok=True)
     storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(LEVELS) / 100
     common = dict(metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed, storage=storage,
@@ -82,7 +83,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
         program, tune_in, tune_items, name=name, trials=trials, seconds=seconds, spec=f"{module}:system", jobs=jobs,
         seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, max(2, trials // 2)), **common)
     result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done.values())),
-                  study_name=name, **{**common, "repeats": eval_repeats})
+                  study_name=name, jobs=1, eval_jobs=jobs, **{**common, "repeats": eval_repeats})
     result.notes.append(
         f"QoS: BFCL's AST check; tuning on {len(tune_items)} items the exact agent gets right (found among {tried} "
         "tried: a loss is a call lost, never offset by one gained)" if tried else

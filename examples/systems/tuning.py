@@ -116,7 +116,8 @@ def search_static_then_dynamic(program, inputs, references, *, name: str, trials
     `seed_dynamic()` queued its first trials; each until `trials` evaluations or its
     half of `seconds` (`program.deadline`, and DEADLINE_ENV for `jobs` > 1 worker
     processes, which build the program from `spec`: the program raises `TimeUp`
-    between trials, which keeps the finished ones). Returns the evaluated trials per mode."""
+    between trials, which keeps the finished ones; `seconds=0`: no search, the study
+    as it is). Returns the evaluated trials per mode."""
     import os
 
     from autotuner import tune
@@ -130,6 +131,8 @@ def search_static_then_dynamic(program, inputs, references, *, name: str, trials
     t0, w0 = time.perf_counter(), time.time()
     limits = (None, None) if seconds is None else (seconds / 2, seconds)
     for mode, limit in zip(("static", "dynamic"), limits):
+        if limit is not None and limit <= 0:  # no time: a resumed study only finishes its evaluation
+            continue
         if mode == "dynamic":
             seed_dynamic()
         program.deadline = None if limit is None else t0 + limit
