@@ -291,20 +291,18 @@ class SmolLM2(Variants, AnswerModel):
         None: every token from the top, `generate` as is. Built once, sharing the weights."""
         if percent == self.token_exit:
             return self
-        root = self.__dict__.get("_variant_root", self)
-        base = root.variant(self.precision, self.layers)
+        base = self.variant(self.precision, self.layers)
         if percent is None:
             return base
         if isinstance(percent, bool) or not isinstance(percent, int) or not 1 <= percent <= 100:
             raise ApproxError(f"token_exit is a confidence in percent, 1..100, got {percent!r}", where=self.name)
-        built = root.__dict__.setdefault("_token_exits_built", {})
-        key = (self.precision, self.layers, percent)
-        if key not in built:
+
+        def build() -> SmolLM2:
             other = copy.copy(base)
-            other._variant_root, other.token_exit = root, percent
-            other.name = f"{other.name}[token exit {percent}%]"
-            built[key] = other
-        return built[key]
+            other.token_exit, other.name = percent, f"{base.name}[token exit {percent}%]"
+            return other
+
+        return base.built_variant((self.precision, self.layers, percent), build)
 
     def stop_rule(self, stop_at_line_end: bool):
         """`stop(tokens so far)`: whether decoding ends after the last token (a stop id, or
