@@ -23,6 +23,13 @@ class ApproxError(Exception):
         return f"{prefix}error: {self.message}"
 
 
+def internal_error_line(err: Exception) -> str:
+    """The one line a CLI prints for an exception it did not expect (a bug of ours):
+    its type and first line, and how to see the whole trace."""
+    msg = (str(err).strip().splitlines() or [""])[0]
+    return f"error: internal error: {type(err).__name__}: {msg} (rerun with --debug)"
+
+
 def printable(text: str) -> str:
     """`text` with control, format and line-separator characters as escapes (`\\x1b`,
     `\\u2028`): a name from a file cannot split the error line or drive the terminal."""

@@ -2,7 +2,7 @@
 
 `driver.run_pipeline` (parse, set knobs, run passes, print), `parsing.parse_module`
 (the parse every caller above the passes uses: large inputs through upstream MLIR's
-parser, `upstream_import` and `op_text`, with xDSL's parser as the fallback and the
+parser, `upstream_import`, `upstream_convert` and `op_text`, with xDSL's parser as the fallback and the
 source of every error), `jit` (lower to LLVM and JIT through upstream MLIR: the
 runtime of the frontends and the tuner; the command never executes), `program`
 (the `Program` protocol that the tuner tunes, and `MlirProgram` for `.mlir`

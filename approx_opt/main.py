@@ -11,7 +11,7 @@ import sys
 import warnings
 from importlib import metadata
 
-from approx_dialect.diagnostics import ApproxError, ApproxWarning
+from approx_dialect.diagnostics import ApproxError, ApproxWarning, internal_error_line
 from approx_opt.sources import read_source
 from passes import ALL_PASSES, APPROX_PIPELINE, APPROX_PIPELINE_NAME, GENERIC_PASSES, description, summary
 from passes.knobs import knob_specs, load_config
@@ -194,8 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # a bug of ours: one line, and --debug for the trace
         if args.debug:
             raise
-        msg = (str(err).strip().splitlines() or [""])[0]
-        print(f"error: internal error: {type(err).__name__}: {msg} (rerun with --debug)", file=sys.stderr)
+        print(internal_error_line(err), file=sys.stderr)
         return 1
 
 

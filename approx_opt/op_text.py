@@ -1,4 +1,4 @@
-"""Reading an op's own text, for the fast parse in `upstream_import`.
+"""Reading an op's own text, for the fast parse (`upstream_import`, `upstream_convert`).
 
 Upstream MLIR drops what xDSL's parser keeps from the text: SSA names, the order
 of attribute dictionaries, the properties of ops it does not know. This module
@@ -7,7 +7,7 @@ recovers them by scanning the source at the places upstream locates things
 argument names, the `<{...}>` and `{...}` dictionaries of generic-form ops. It
 also holds the checks that leave a text to xDSL before upstream sees it
 (`left_to_xdsl`). Converting ops and attribute values to xDSL is
-`upstream_import`'s job (it passes in the function that reads a value).
+`upstream_convert`'s job (it passes in the function that reads a value).
 """
 
 from __future__ import annotations

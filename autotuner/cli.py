@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from approx_dialect.diagnostics import ApproxError
+from approx_dialect.diagnostics import ApproxError, internal_error_line
 from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS
 from frontends.quiet import quiet_third_party
 
@@ -310,8 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         if line is not None:
             print(line, file=sys.stderr)
             return 1
-        msg = (str(err).strip().splitlines() or [""])[0]
-        print(f"error: internal error: {type(err).__name__}: {msg} (rerun with --debug)", file=sys.stderr)
+        print(internal_error_line(err), file=sys.stderr)
         return 1
 
 

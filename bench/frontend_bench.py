@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -23,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.pipeline_bench import median_time  # noqa: E402
 from frontends import Knob  # noqa: E402
+from frontends.components.folders import data_dir  # noqa: E402
 
-DATA = Path(os.environ.get("APPROX_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = data_dir()
 
 
 @Knob()

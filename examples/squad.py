@@ -11,20 +11,16 @@ evaluation questions (systems sample tuning N and evaluation 5N questions)."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from frontends.components.folders import data_dir
+
 SPLIT_SEED = 0
 N_TRAIN_ARTICLES, N_TUNE_ARTICLES = 28, 4
-
-
-def data_dir() -> Path:
-    default = Path(__file__).resolve().parents[2] / "shared" / "data"
-    return Path(os.environ.get("APPROX_DATA_DIR", default))
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ and DecisionTree).
 The decorated function is a `frontends.decorated.KnobFunction`: called like the
 plain function, compiled once per configuration (and per array dtype/rank for
 kernels), tunable from outside with `set_config` / `build(config)`. The settings
-are defined in `frontends.knob_config` (the lowering reads them too) and exported
-here with the decorator."""
+are defined in `frontends.knob_config` (the lowering reads them too); the package
+`frontends` exports them with the decorator."""
 
 from __future__ import annotations
 
@@ -31,8 +31,7 @@ from frontends.knob_config import (
     StaticTransform,
 )
 
-__all__ = ["Cascade", "DecisionTree", "Knob", "KnobConfig", "Memoize", "Param", "SafetyContract",
-           "StaticTransform", "get_config"]
+__all__ = ["Knob", "get_config"]
 
 
 def Knob(  # noqa: N802 - ApproxMLIR's name

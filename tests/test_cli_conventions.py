@@ -146,3 +146,14 @@ def test_invalid_utf8_gets_the_same_answer_from_stdin_and_from_a_file(tmp_path):
     assert from_file.returncode == from_stdin.returncode == 1
     assert from_file.stderr.decode() == f"{src}: error: input is not UTF-8 text\n"
     assert from_stdin.stderr.decode() == "<stdin>: error: input is not UTF-8 text\n"
+
+
+def test_an_unexpected_exception_is_one_line_and_debug_shows_it(capsys, monkeypatch):
+    def broken(args):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr("approx_opt.main.process", broken)
+    code, out, err = run(capsys)
+    assert (code, out, err) == (1, "", "error: internal error: RuntimeError: boom (rerun with --debug)\n")
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["--debug"])

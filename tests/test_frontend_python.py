@@ -5,8 +5,6 @@ trees, safety contracts, params and cascades acting on the real loops and calls.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import frontend_programs as P
 import pytest
@@ -15,8 +13,9 @@ from hypothesis import strategies as st
 
 from approx_opt.program import exact_config
 from frontends import Knob, StaticTransform
+from frontends.components.folders import data_dir
 
-DATA = Path(os.environ.get("APPROX_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = data_dir()
 
 
 def squad_sample(n_paragraphs: int = 12, n_questions: int = 8):

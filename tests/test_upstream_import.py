@@ -44,7 +44,7 @@ def corpus_inputs() -> list[tuple[str, str, int]]:
     return out
 
 
-# Custom forms of every op in CUSTOM_FORM_OPS, and generic forms, written the
+# Custom forms of every op in upstream_convert.CUSTOM_FORM_OPS, and generic forms, written the
 # ways the checks could get wrong: property order, defaults, one discardable
 # attribute, multiple results, implicit terminators, names, odd spacing.
 SNIPPETS = {

@@ -28,6 +28,7 @@ import numpy as np
 
 from examples import squad
 from examples.systems.agent_tools import CANDIDATES, PREFIX, TOOLS, graph, particles, point_set, tools
+from frontends.components.folders import data_dir
 
 KINDS = (*TOOLS, "none")
 INSTANCE_BASE = {"tune": 0, "eval": 1000}
@@ -43,7 +44,7 @@ class Item:
 
 @functools.lru_cache(maxsize=1)
 def nq_questions() -> tuple[tuple[str, tuple[str, ...]], ...]:
-    path = squad.data_dir() / "nq_open" / "NQ-open.dev.jsonl"
+    path = data_dir() / "nq_open" / "NQ-open.dev.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return tuple((r["question"], tuple(r["answer"])) for r in rows)
 

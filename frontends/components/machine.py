@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from frontends.components.folders import cache_dir
+
 # CPU flags (as /proc/cpuinfo names them) that decide which LLM precisions pay
 DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8")
 MIN_GAIN = 1.15  # a value pays when the probe runs at least this much faster than the exact one
@@ -66,8 +68,6 @@ def _clock(device: str) -> Callable[[], float]:
 
 
 def _probe_path() -> Path:
-    from frontends.components.retrieval.encoder import cache_dir
-
     return cache_dir() / PROBE_FILE
 
 

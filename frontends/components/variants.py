@@ -8,6 +8,7 @@ ask `variant(precision, layers)` (None: the provider's own)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from approx_dialect.diagnostics import ApproxError
@@ -48,15 +49,28 @@ class Variants:
             layers = None if layers == root.depth else layers
         if (precision, layers) == (root.precision, None):
             return root
-        built = root.__dict__.setdefault("_variants_built", {})
-        if (precision, layers) not in built:
+
+        def build() -> Any:
             other = root.build_variant(precision, layers)
-            other._variant_root, other.precision, other.layers = root, precision, layers
+            other.precision, other.layers = precision, layers
             suffix = [precision] if precision != root.precision else []
             suffix += [f"{layers} layers"] if layers is not None else []
             other.name = f"{root.name}[{', '.join(suffix)}]"
-            built[(precision, layers)] = other
-        return built[(precision, layers)]
+            return other
+
+        return self.built_variant((precision, layers), build)
+
+    def built_variant(self, key: tuple, build: Callable[[], Any]) -> Any:
+        """The variant that the settings `key` select, made by `build` on first use and
+        kept by the root provider: one cache for every kind of variant (a provider's
+        own settings, such as a per-token exit, extend the (precision, layers) key)."""
+        root = self.__dict__.get("_variant_root", self)
+        built = root.__dict__.setdefault("_variants_built", {})
+        if key not in built:
+            other = build()
+            other._variant_root = root
+            built[key] = other
+        return built[key]
 
     def variant_for(self, settings) -> Any:
         """The variant an op's settings select (their `precision` and `layers`)."""

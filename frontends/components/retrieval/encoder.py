@@ -19,15 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.folders import cache_dir
 from frontends.components.hf_loading import quiet_loading
 
 MAX_SEQ_LENGTH = 256  # the package's sentence_bert_config.json
 DIM = 384
-
-
-def cache_dir() -> Path:
-    default = Path(__file__).resolve().parents[3] / ".cache" / "approx"
-    return Path(os.environ.get("APPROX_CACHE_DIR", default))
 
 
 def model_dir() -> Path:

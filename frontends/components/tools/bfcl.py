@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,15 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.folders import data_dir
 from frontends.components.tools.ast_check import CheckResult, check
 from frontends.components.tools.registry import ToolRegistry
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")
-
-
-def data_dir() -> Path:
-    default = Path(__file__).resolve().parents[4] / "shared" / "data"
-    return Path(os.environ.get("APPROX_DATA_DIR", default))
 
 
 @dataclass(frozen=True)
