@@ -45,10 +45,16 @@ class Stopper:
             study.stop()
 
 
+def stopper_for(n_trials: int, space_size: int | None, patience: int | None, budget: float,
+                deadline: float | None) -> Stopper:
+    """When a search of `n_trials` evaluations is done (at most 5x as many trials in all)."""
+    return Stopper(n_trials, space_size, 5 * n_trials + 20, patience, budget, deadline)
+
+
 def optimize(study: optuna.Study, objective: Objective, n_trials: int, space_size: int | None = None,
              callbacks: Sequence[Callable] = (), patience: int | None = None, deadline: float | None = None) -> None:
     """Run trials in this process until the study is done (see `Stopper`)."""
-    stopper = Stopper(n_trials, space_size, 5 * n_trials + 20, patience, objective.budget, deadline)
+    stopper = stopper_for(n_trials, space_size, patience, objective.budget, deadline)
     if stopper.done(study):
         return
     study.optimize(objective, n_trials=None, catch=(TrialFailed,), callbacks=[stopper, *callbacks],

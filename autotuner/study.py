@@ -45,6 +45,7 @@ from autotuner._seeding import enqueue_seeds, requeue_interrupted
 from autotuner.explain import importances, is_exact
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
+from autotuner.metrics import get_metric
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult
 from autotuner.sharded import ShardedEvaluation
 from autotuner.space import SearchSpace
@@ -290,8 +291,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     if clock == "auto":
         in_thread = isinstance(program, MlirProgram) or getattr(program, "kind", None) == "kernel"
         clock = "cpu" if in_thread else "wall"
+    # this process measures trials only with one job (worker processes have their own)
     tune_m = Measurer(program, tune_in, tune_ref, metric, repeats, money, objective, clock=clock,
-                      timing_seconds=TUNING_TIMING_SECONDS)  # exact must run
+                      timing_seconds=TUNING_TIMING_SECONDS) if jobs == 1 else None
     n_slice = math.ceil(stage_fraction * len(tune_in))
     slice_n = n_slice if stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
     studies, names, total_seconds = {}, {}, 0.0
@@ -302,7 +304,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                       patience)
             if timeout is not None:
                 job.deadline = time.time() + timeout
-            study = _prepare_study(job, _settings(job, m, len(eval_in), tune_m.metric.name),
+            study = _prepare_study(job, _settings(job, m, len(eval_in), get_metric(metric).name),
                                    storage.startswith("sqlite"), notes)
             t0 = time.perf_counter()
             try:
@@ -334,7 +336,7 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
             eval_in, total_seconds, storage, clock, objective, metric) -> TuningResult:
     """The TuningResult of the searches: fronts (held-out figures from `eval_m`),
     every trial, importances; saved beside the study."""
-    result = TuningResult(program.name, tune_m.metric.name, float(budget), 0, 0, total_seconds, seed=seed,
+    result = TuningResult(program.name, get_metric(metric).name, float(budget), 0, 0, total_seconds, seed=seed,
                           sampler=sampler, n_tune=len(tune_in), n_eval=len(eval_in), study_names=names,
                           storage=safe_url(storage), notes=notes, program_spec=spec, clock=clock,
                           knob_space={m: s.describe() for m, s in spaces.items()},
@@ -360,7 +362,7 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
         result.front += _eval_front(study, fr, program, eval_m, m, notes)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
     if objective == "time":  # after the evaluation: the exact passes timed beside its points
-        result.exact_seconds_tune = tune_m.exact_seconds()
+        result.exact_seconds_tune = tune_m.exact_seconds() if tune_m else None
         result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
     for note in notes:
         log.info("%s: %s", program.name, note)

@@ -24,7 +24,7 @@ import optuna
 
 from approx_dialect.diagnostics import ApproxError
 from autotuner._objective import Objective
-from autotuner._optimize import optimize
+from autotuner._optimize import optimize, stopper_for
 from autotuner._records import config_key, counts, front, hypervolume_of_study, records
 from autotuner._sampling import TrialSeeded
 from autotuner._seeding import requeue_interrupted
@@ -86,9 +86,12 @@ def build(program, config: dict) -> Callable:
 def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
     """One worker: trials in this process until the study is done."""
     job = replace(job, program=as_program(job.program))
-    m = measurer or _measurer(job)
     study = optuna.load_study(study_name=job.study_name, storage=open_storage(job.storage),
                               sampler=TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
+    if measurer is None and stopper_for(job.n_trials, job.space.size(), job.patience, job.budget,
+                                        job.deadline).done(study):
+        return  # nothing left: no exact pass over the inputs (for a costly program, minutes)
+    m = measurer or _measurer(job)
 
     def evaluate(config, n=None):
         return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)

@@ -240,3 +240,13 @@ def test_dynamic_seeds_switch_at_tertiles_and_median(bm25):
     # an exact static configuration is seeded with the top-passage variant (1)
     exact = {**plain, "read": {"knob_val": 0}}
     assert {tuple(c["read"]["decisions"]) for c in dynamic_seeds(space, [exact], states)} == {(0, 1, 1), (0, 0, 1)}
+
+
+@pytest.mark.slow  # two spawned workers build the system
+def test_kept_tuning_questions_found_on_workers_are_the_same():
+    from examples.systems.common import METRIC, question_sets
+    from examples.systems.tuning import exact_right, load_system
+
+    program = load_system("rag_bm25")  # knows its spec: the workers build it from there
+    (qs, golds), _ = question_sets(4, 0, 0)
+    assert exact_right(program, qs, golds, METRIC.fn, 3, jobs=2) == exact_right(program, qs, golds, METRIC.fn, 3)

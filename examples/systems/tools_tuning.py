@@ -83,7 +83,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
         program, tune_in, tune_items, name=name, trials=trials, seconds=seconds, spec=f"{module}:system", jobs=jobs,
         seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, max(2, trials // 2)), **common)
     result = tune(program, tune_in, tune_items, mode="both", n_trials=max(1, min(done.values())),
-                  study_name=name, jobs=1, eval_jobs=jobs, **{**common, "repeats": eval_repeats})
+                  study_name=name, jobs=jobs, **{**common, "repeats": eval_repeats})
     result.notes.append(
         f"QoS: BFCL's AST check; tuning on {len(tune_items)} items the exact agent gets right (found among {tried} "
         "tried: a loss is a call lost, never offset by one gained)" if tried else

@@ -244,28 +244,61 @@ def qos_note(result) -> str | None:
 
 
 def exact_right(program, inputs: list, references: list, score, n: int, seed: int = 0,
-                log=None, shuffle: bool = True) -> tuple[list, list, int]:
+                log=None, shuffle: bool = True, jobs: int = 1) -> tuple[list, list, int]:
     """(inputs, references, tried): the first `n` of `inputs` (`shuffle`: in a seeded
     order, the inputs may come grouped, e.g. by article) whose exact output scores 1
     (`score(output, reference)`), and how many were run to find them. Tuning on
     them, a configuration's loss counts the answers it loses and none it gains by
     luck (with a few dozen tuning inputs, gains offset losses and the search picks
-    configurations lucky on them)."""
+    configurations lucky on them). `jobs` > 1 (a program with a `spec`): every input's
+    exact output comes from that many worker processes (`exact_outputs`), the same
+    inputs chosen."""
     import numpy as np
 
-    exact = program.exact()
+    order = list(np.random.default_rng([seed, 1]).permutation(len(inputs))) if shuffle else list(range(len(inputs)))
+    spec = getattr(program, "spec", None)
+    if jobs > 1 and spec:
+        outputs = dict(zip(order, exact_outputs(spec, [inputs[i] for i in order], jobs)))
+        answer = outputs.__getitem__
+    else:
+        exact = program.exact()
+        answer = lambda i: exact(inputs[i])  # noqa: E731
     kept_in, kept_ref, tried = [], [], 0
-    order = np.random.default_rng([seed, 1]).permutation(len(inputs)) if shuffle else range(len(inputs))
     for i in order:
         if len(kept_in) == n:
             break
         tried += 1
-        if score(exact(inputs[i]), references[i]) >= 1.0:
+        if score(answer(i), references[i]) >= 1.0:
             kept_in.append(inputs[i])
             kept_ref.append(references[i])
         if log is not None:
             log(f"tuning inputs the exact program gets right: {len(kept_in)}/{n} of {tried} tried")
     return kept_in, kept_ref, tried
+
+
+_EXACT = None  # a worker process's exact program (`exact_outputs`)
+
+
+def _load_exact(spec: str) -> None:
+    global _EXACT
+    from autotuner.loading import as_program
+
+    _EXACT = as_program(spec).exact()
+
+
+def _run_exact(x):
+    return _EXACT(x)
+
+
+def exact_outputs(spec: str, inputs: list, jobs: int) -> list:
+    """The exact program's output for each input, from `jobs` spawned worker processes
+    that each build the program from `spec` (a costly program's sequential pass, e.g.
+    the search for tuning questions the exact program gets right, in 1/jobs of the time)."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(min(jobs, len(inputs)) or 1, initializer=_load_exact,
+                                      initargs=(spec,)) as pool:
+        return pool.map(_run_exact, inputs, chunksize=max(1, -(-len(inputs) // jobs)))
 
 
 def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = None,
@@ -310,7 +343,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     if tuning_qos == "kept":  # the held-out split stays that of (n_tune, seed, n_eval): `approx-tune verify` finds it
         (cand_q, cand_a), _ = question_sets(KEPT_CANDIDATES * n_tune, seed, 0)
         tune_q, tune_a, tried = exact_right(program, cand_q, cand_a, METRIC.fn, n_tune, seed,
-                                            log=print if progress else None)
+                                            log=print if progress else None, jobs=jobs)
         if not tune_q:
             from approx_dialect.diagnostics import ApproxError
 
@@ -336,7 +369,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                                           limit=max(2, trials // 2)),  # at most half the trials
         **common)
     result = tune(program, tune_q, tune_ref, mode="both", n_trials=max(1, min(done.values())), evaluate=evaluate,
-                  study_name=name, jobs=1, eval_jobs=jobs if getattr(program, "spec", None) else 1,
+                  study_name=name, jobs=jobs if getattr(program, "spec", None) else 1,
                   **{**common, "repeats": eval_repeats})
     merge_static_front(result, program)
     scores = result.exact_scores_eval  # the held-out evaluation's exact run (in this process or its workers)
