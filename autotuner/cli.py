@@ -111,6 +111,8 @@ def make_parser() -> argparse.ArgumentParser:
     ver.add_argument("--repeats", type=int, help="timing rounds for cheap programs (default 5)")
     ver.add_argument("--clock", choices=["wall", "cpu"], help="default: the run's")
     ver.add_argument("--reverse", action="store_true", help="measure the points in reverse order")
+    ver.add_argument("--jobs", type=int, default=1, help="worker processes sharing the inputs (the same figures, "
+                     "sooner: for costly programs)")
     ver.add_argument("--json", help="also write the figures to this JSON file")
     rep.add_argument("--to", help="report folder (default OUT/report)")
     app.add_argument("source", nargs="?", help="the program's .mlir file (default: the IR stored in the result)")
@@ -260,7 +262,7 @@ def cmd_verify(a) -> int:
         inputs, refs = load_inputs(a.inputs)
     rows = verify(result, mode=a.mode, points=a.point, inputs=inputs, references=refs, program=a.program,
                   metric=_metric(a.metric) if a.metric else None, repeats=a.repeats, clock=a.clock,
-                  reverse=a.reverse, progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+                  reverse=a.reverse, progress=lambda msg: print(msg, file=sys.stderr, flush=True), jobs=a.jobs)
     print(f"{result.program}: {rows[0].n} inputs, paired {a.clock or result.clock or 'wall'} time; "
           "speedup with its 95 % interval; change = re-measured / recorded speedup - 1")
     print(table(rows))

@@ -110,6 +110,13 @@ def chosen_points(result: TuningResult, mode: str | None = None,
     return out
 
 
+def _verified(mode: str, i: int, p: FrontPoint, m) -> Verified:
+    return Verified(mode, i, p.knobs, m.qos_loss, m.speedup,
+                    None if m.speedup_low is None else [m.speedup_low, m.speedup_high],
+                    p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci, m.n,
+                    None if m.seconds != m.seconds else m.seconds, m.exact_seconds, m.money, m.loss_interval)
+
+
 def measure_points(measurer: Measurer, program, points: list[tuple[str, int, FrontPoint]],
                    progress=None) -> list[Verified]:
     """Each point's configuration rebuilt and measured paired against the exact program."""
@@ -119,27 +126,37 @@ def measure_points(measurer: Measurer, program, points: list[tuple[str, int, Fro
     for k, (mode, i, p) in enumerate(points):
         if progress:
             progress(f"[verify] {k + 1}/{len(points)}: {mode} point {i}")
-        m = measurer.measure(build(program, p.knobs), p.knobs)
-        out.append(Verified(mode, i, p.knobs, m.qos_loss, m.speedup,
-                            None if m.speedup_low is None else [m.speedup_low, m.speedup_high],
-                            p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci, m.n,
-                            None if m.seconds != m.seconds else m.seconds, m.exact_seconds, m.money,
-                            m.loss_interval))
+        out.append(_verified(mode, i, p, measurer.measure(build(program, p.knobs), p.knobs)))
     return out
 
 
 def verify(result: TuningResult, *, mode: str | None = None, points: list[int] | None = None,
            inputs=None, references=None, program=None, metric=None, repeats: int | None = None,
-           clock: str | None = None, reverse: bool = False, progress=None) -> list[Verified]:
-    """Re-measure front points of `result` on its held-out inputs (or `inputs`)."""
-    program = load_program(result, program)
+           clock: str | None = None, reverse: bool = False, progress=None, jobs: int = 1) -> list[Verified]:
+    """Re-measure front points of `result` on its held-out inputs (or `inputs`); `jobs`
+    worker processes share the inputs (`autotuner.sharded`: the same figures, sooner)."""
     if inputs is None:
         inputs, references = held_out_inputs(result)
     chosen = chosen_points(result, mode, points)
     if reverse:
         chosen = chosen[::-1]
-    measurer = Measurer(program, inputs, references, load_metric(result, metric), repeats or 1,
-                        what="evaluation", clock=clock or result.clock or "wall")
+    metric, clock = load_metric(result, metric), clock or result.clock or "wall"
+    if jobs > 1:
+        from autotuner.sharded import ShardedEvaluation
+
+        spec = program if isinstance(program, str) else result.program_spec
+        if not spec:
+            raise ApproxError(f"--jobs {jobs} needs a program the workers can load: give --program "
+                              "(file.mlir:entry or pkg.module:attr)", where=WHERE)
+        with ShardedEvaluation(spec, inputs, references, metric, jobs=jobs, repeats=repeats or 1, clock=clock,
+                               progress=progress) as workers:
+            got = workers.measure([p.knobs for _, _, p in chosen])
+        failed = next((g for g in got if isinstance(g, str)), None)
+        if failed is not None:
+            raise ApproxError(failed, where=WHERE)
+        return [_verified(mode, i, p, m) for (mode, i, p), m in zip(chosen, got)]
+    program = load_program(result, program)
+    measurer = Measurer(program, inputs, references, metric, repeats or 1, what="evaluation", clock=clock)
     return measure_points(measurer, program, chosen, progress)
 
 

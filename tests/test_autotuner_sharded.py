@@ -10,7 +10,7 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
 from autotuner import tune
-from autotuner.measure import Measurer, PairedTiming
+from autotuner.measure import Measurer, PairedTiming, split_inputs
 from autotuner.sharded import ShardedEvaluation
 from bench.dots_kernel import kernel_inputs, kernel_text
 
@@ -82,3 +82,10 @@ def test_tune_with_two_jobs_evaluates_the_front_on_shards(dots_file, tmp_path):
     assert shared and all(p.speedup_eval is not None for p in sharded.front)
     for p in shared:
         assert p.qos_loss_eval == pytest.approx(by_knobs[str(p.knobs)].qos_loss_eval, abs=1e-12)
+    from autotuner.verify import verify
+
+    _, (eval_in, _) = split_inputs(inputs, None, 5.0, 0)  # the held-out split `tune` made
+    one = verify(single, inputs=eval_in, jobs=1)
+    two = verify(single, inputs=eval_in, jobs=2)
+    assert [v.qos_loss for v in two] == pytest.approx([v.qos_loss for v in one], abs=1e-12)
+    assert all(v.n == 10 and v.speedup_ci for v in two)
