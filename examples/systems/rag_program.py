@@ -95,6 +95,8 @@ def llm_precisions(llm) -> list[str]:
     """The LLM's precision values that answer RAG questions faster than float32 on this
     machine, and as float32 does on most of them (probed once: three SQuAD passages and
     PROBE_QUESTIONS, paired, cached per machine; `frontends.components.machine.paying_values`)."""
+    import multiprocessing
+
     from examples import squad
     from examples.systems.common import device
     from frontends.components.machine import paying_values
@@ -105,8 +107,10 @@ def llm_precisions(llm) -> list[str]:
         model = llm if precision is None else llm.with_precision(precision)
         return [model.answer(q, passages, LLM_TOKENS).text for q in PROBE_QUESTIONS]
 
+    say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
+    # a worker process builds the system again: the process that started it has said why already
     return paying_values(f"{llm.name}.precision", run_at, LLM_PRECISIONS, device=device(),
-                         log=lambda line: print(f"[knobs] {line}", flush=True))
+                         log=None if multiprocessing.parent_process() else say)
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,

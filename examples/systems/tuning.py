@@ -281,9 +281,9 @@ _EXACT = None  # a worker process's exact program (`exact_outputs`)
 
 def _load_exact(spec: str) -> None:
     global _EXACT
-    from autotuner.loading import as_program
+    from autotuner import load_program
 
-    _EXACT = as_program(spec).exact()
+    _EXACT = load_program(spec).exact()
 
 
 def _run_exact(x):
