@@ -116,6 +116,9 @@ def detail_lines(name: str, row: dict, d: dict, top_machine: str) -> list[str]:
               f"{d.get('wall_seconds', 0):.0f} s; report: {repo_path(d.get('report', '-'))}"]
     if row.get("machine") and row["machine"] != top_machine:
         lines.append(f"- machine: {row['machine']}")
+    if (row.get("workers") or 1) > 1:
+        lines.append(f"- worker processes: {row['workers']} (the search and the held-out evaluation; each times "
+                     "the exact and the approximate program side by side on its own inputs)")
     if row.get("load"):
         lines.append(f"- while it ran: {load_text(row['load'])}")
     best = row.get("most_accurate")

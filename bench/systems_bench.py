@@ -20,7 +20,7 @@ SYSTEMS = ("rag_bm25", "rag_dense", "tools", "rag_bm25_llm", "rag_dense_llm", "t
 LLM_SYSTEMS = ("rag_bm25_llm", "rag_dense_llm")  # SmolLM2 answers: seconds per question
 GPU_SYSTEMS = ("rag_bm25_llm", "rag_dense_llm", "tools_llm")  # the systems whose LLM can run on CUDA
 SHAPE = ("exact_seconds_per_query", "static", "dynamic", "tuning_seconds", "trials", "qos_exact", "points", "program",
-         "metric", "held_out", "result", "model", "machine", "load", "most_accurate")
+         "metric", "held_out", "result", "model", "machine", "load", "most_accurate", "workers")
 # ApproxMLIR (MLSys 2026), dynamic approximation, speedup at <= 3 / 6 / 9 % QoS loss; static not reported
 PAPER = {"rag_bm25": (1.00, 1.23, 1.57), "rag_dense": (2.64, 2.64, 3.04), "tools": (1.09, 1.20, 1.20)}
 PAPER.update({"rag_bm25_llm": PAPER["rag_bm25"], "rag_dense_llm": PAPER["rag_dense"],  # the paper's systems use LLMs
@@ -65,6 +65,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
         "model": program.model,
         "importances": r.importances, "ablations": r.ablations,
         "best_at_9": {m: (p.knobs if p else None) for m, p in chosen.items()},
+        "workers": jobs,
     }
 
 

@@ -28,3 +28,12 @@ def test_recorded_gpu_rows_render_beside_the_cpu_rows():
         assert "GPU" in row["machine"] and row["machine"] in section
         assert f"{row['exact_seconds_per_query']:.3f}" in section
     assert set(gpu) <= set(data["systems"])  # a GPU row never replaces a CPU one
+
+
+def test_a_row_measured_on_several_workers_says_so():
+    row = {"machine": "a 16-core CPU", "workers": 16, "load": None}
+    lines = results_md.detail_lines("rag_dense_llm", row, {"n_tune": 40, "n_eval": 200}, "another machine")
+    assert "- machine: a 16-core CPU" in lines
+    assert any(line.startswith("- worker processes: 16 ") for line in lines)
+    one = results_md.detail_lines("rag_dense_llm", {**row, "workers": 1}, {}, "another machine")
+    assert not any("worker processes" in line for line in one)

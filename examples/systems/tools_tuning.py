@@ -105,7 +105,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
            "result": str(out / "result.json"), "points": level_points(result, LEVELS),
            "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
            "qos_note": qos_note(result),
-           "front": front_gaps(result), "model": program.model}
+           "front": front_gaps(result), "model": program.model, "workers": jobs}
     from autotuner.report import write_report
 
     row["report"] = str(write_report(result, out))
