@@ -15,6 +15,7 @@ a machine's memory bandwidth slow both programs alike.
 from __future__ import annotations
 
 import multiprocessing as mp
+import pickle
 import queue
 import statistics
 from collections.abc import Callable, Sequence
@@ -79,6 +80,12 @@ class ShardedEvaluation:
         self.n, self.jobs, self.objective, self.progress = len(inputs), jobs, objective, progress
         self.with_references = references is not None
         self.shards = [list(range(s, len(inputs), jobs)) for s in range(jobs)]
+        try:
+            pickle.dumps((source, inputs, references, metric, money))
+        except Exception as err:
+            raise ApproxError(f"{jobs} evaluation workers need a picklable program (or its spec), inputs and "
+                              f"metric (module-level functions, not lambdas): {type(err).__name__}: {err}",
+                              where=WHERE) from None
         ctx = mp.get_context("spawn")  # not fork: the JIT and torch state must not be shared
         self._results = ctx.Queue()
         self._tasks = [ctx.Queue() for _ in range(jobs)]

@@ -61,6 +61,11 @@ def test_a_program_that_cannot_load_stops_with_one_line(tmp_path):
         ShardedEvaluation(f"{tmp_path}/nothing.mlir:main", [1, 2], None, "rel_l2", jobs=2)
 
 
+def test_a_metric_workers_cannot_receive_is_refused_in_one_line(dots_file):
+    with pytest.raises(ApproxError, match="evaluation workers need a picklable program"):
+        ShardedEvaluation(dots_file, [1, 2], None, lambda a, b: 1.0, jobs=2)
+
+
 def test_joined_timing_counts_each_shard_as_one_pass():
     a = PairedTiming(np.array([2.0, 2.0]), np.array([1.0, 1.0]), rounds=2)  # two rounds of one block
     b = PairedTiming(np.array([3.0]), np.array([1.0]), rounds=1)
