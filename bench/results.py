@@ -176,6 +176,9 @@ def main(argv=None) -> int:
                     help="go on with each part's study in reports/bench/<part> (a run stopped part-way keeps its "
                     "trials and held-out figures; the search gets its time again: --llm-seconds 0 only finishes "
                     "the evaluation)")
+    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=sys.stderr.isatty(),
+                    help="show the searches' progress line and the held-out evaluation's progress on standard "
+                    "error (default: when it is a terminal)")
     ap.add_argument("--overwrite-quiet", action="store_true",
                     help="let a run that shared its cores with other processes replace a quiet run's row")
     ap.add_argument("--render", action="store_true",
@@ -203,9 +206,9 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     ablate = tuple(int(v) for v in args.ablate.split(",") if v.strip())
     rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate,
-               fresh=not args.resume)
+               fresh=not args.resume, progress=args.progress)
     llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
-               jobs=args.llm_jobs, fresh=not args.resume,
+               jobs=args.llm_jobs, fresh=not args.resume, progress=args.progress,
                ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
     rag_llm = dict(llm, tuning_qos=args.llm_tuning_qos)
     tools_llm = dict(rag_llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval,
@@ -213,7 +216,7 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": rag_llm, "rag_dense_llm": rag_llm,
              "tools_llm": tools_llm, "agent_llm": dict(rag_llm, n_tune=args.agent_n_tune, n_eval=args.agent_n_eval),
              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
-                           ablate_levels=ablate, fresh=not args.resume)}
+                           ablate_levels=ablate, fresh=not args.resume, progress=args.progress)}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}
     gpu = args.device == "cuda"
     if gpu:

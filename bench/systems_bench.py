@@ -39,7 +39,7 @@ def report_dir(name: str) -> Path:
 
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
-            jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True) -> dict:
+            jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False) -> dict:
     from examples.systems.row_figures import front_gaps, level_points, most_accurate
     from examples.systems.row_figures import held_out_speedup as best
     from examples.systems.tuning import load_system, qos_note, tune_system
@@ -47,7 +47,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
     program = load_system(name)
     run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or report_dir(name), seed=seed,
                       eval_repeats=2, ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs, program=program,
-                      tuning_qos=tuning_qos, fresh=fresh)
+                      tuning_qos=tuning_qos, fresh=fresh, progress=progress)
     r = run.result
     chosen = {m: r.best_within(9 / 100 + 1e-9, mode=m, split="eval") for m in ("static", "dynamic")}
     return {
@@ -71,7 +71,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
 
 def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = 600, seed: int = 0,
                out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
-               jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True) -> dict:
+               jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False) -> dict:
     """One system's row: the keys of results.json (SHAPE) plus details for the Markdown.
     `n_eval` (RAG: the first n_eval held-out questions; tools: a multiple of n_tune);
     `fresh=False` goes on with the study in its folder (finished trials and held-out
@@ -82,10 +82,12 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
         llm = name == "tools_llm"
         return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
                          ablate_levels=ablate_levels, llm=llm, eval_ratio=(n_eval or 5 * n_tune) // n_tune,
-                         jobs=jobs, eval_repeats=1 if llm else 2, tuning_qos=tuning_qos, fresh=fresh)
+                         jobs=jobs, eval_repeats=1 if llm else 2, tuning_qos=tuning_qos, fresh=fresh,
+                         progress=progress)
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
-    return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos, fresh)
+    return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos, fresh,
+                   progress)
 
 
 if __name__ == "__main__":

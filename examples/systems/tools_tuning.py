@@ -25,7 +25,8 @@ SAMPLER = "predictive"  # as the RAG systems (examples/systems/tuning.py)
 
 def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
                ablate_levels: tuple = (), *, llm: bool = False, eval_ratio: int = 5, jobs: int = 1,
-               eval_repeats: int = EVAL_REPEATS, tuning_qos: str | None = None, fresh: bool = True) -> dict:
+               eval_repeats: int = EVAL_REPEATS, tuning_qos: str | None = None, fresh: bool = True,
+               progress: bool = False) -> dict:
     """Tune the agent (`llm`: the LLM + tools agent of tools_agent_llm.py) on `n_tune`
     BFCL items (static, then dynamic seeded with the static front; `trials` evaluations
     each, or what `seconds` allows, half per mode; `jobs` worker processes) and evaluate
@@ -78,7 +79,8 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
         old.unlink(missing_ok=True)
     storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(LEVELS) / 100
     common = dict(metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed, storage=storage,
-                  out_dir=out, eval_inputs=eval_in, eval_references=eval_items, repeats=REPEATS, clock="cpu")
+                  out_dir=out, eval_inputs=eval_in, eval_references=eval_items, repeats=REPEATS, clock="cpu",
+                  progress=progress)
     done = search_static_then_dynamic(
         program, tune_in, tune_items, name=name, trials=trials, seconds=seconds, spec=f"{module}:system", jobs=jobs,
         seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, max(2, trials // 2)), **common)

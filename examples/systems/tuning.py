@@ -322,6 +322,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     the exact program gets right ("gold": on all tuning questions). `screen`: the static
     search starts with each knob alone at its gentlest step (`SearchSpace.screening`),
     for a search of a few trials (the demo)."""
+    import sys
+
     from autotuner import tune
     from examples.systems.common import METRIC, NARROW
 
@@ -340,10 +342,11 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                           where="examples.systems")
     (tune_q, tune_a), (eval_q, eval_a) = question_sets(n_tune, seed, n_eval)
     tried = None
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731  progress, beside the output
     if tuning_qos == "kept":  # the held-out split stays that of (n_tune, seed, n_eval): `approx-tune verify` finds it
         (cand_q, cand_a), _ = question_sets(KEPT_CANDIDATES * n_tune, seed, 0)
         tune_q, tune_a, tried = exact_right(program, cand_q, cand_a, METRIC.fn, n_tune, seed,
-                                            log=print if progress else None, jobs=jobs)
+                                            log=say if progress else None, jobs=jobs)
         if not tune_q:
             from approx_dialect.diagnostics import ApproxError
 
