@@ -326,17 +326,6 @@ class Measurer:
 
     # ------------------------------------------------------------ measuring
 
-    def qos(self, outputs: list, n: int) -> tuple[float, float, float, np.ndarray]:
-        """(QoS loss, mean quality, standard error of the loss, per-input scores) of
-        outputs of the first n inputs (the scores give the loss's interval)."""
-        refs = (self.references if self.references is not None else self.exact_outputs)[:n]
-        scores = self.metric.scores(outputs, refs)
-        return (*qos_of(self.exact_scores[:n], scores, self.with_references), scores)
-
-    def loss_interval(self, scores: np.ndarray, n: int) -> tuple[float, float]:
-        """95 % bootstrap interval of the QoS loss of per-input `scores` on the first n inputs."""
-        return bootstrap_loss(self.exact_scores[:n], scores, self.with_references)
-
     def figures(self, fn, config: dict, n: int | None = None, repeats: int | None = None) -> Figures:
         """Per-input scores, money and paired timing of `fn` (the program built for
         `config`) on the first n inputs of the split (all by default)."""

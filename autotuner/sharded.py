@@ -50,20 +50,20 @@ def _serve_shard(source, inputs, references, metric, repeats, money, objective, 
                      clock=clock, whole_split=False)
         results.put(("ready", shard, m.exact_scores, m.exact_seconds(),
                      m.exact_money() if money is not None else None))
-    except ApproxError as err:
-        results.put(("failed", shard, err.line()))
-        return
-    except Exception as err:  # a bug: one line for the parent
-        results.put(("failed", shard, f"internal error: {type(err).__name__}: {err}"))
+    except Exception as err:
+        results.put(("failed", shard, _line(err)))
         return
     while (task := tasks.get()) is not None:
         index, config = task
         try:
             results.put(("done", shard, index, m.figures(build(program, config), config)))
-        except ApproxError as err:
-            results.put(("error", shard, index, err.line()))
         except Exception as err:
-            results.put(("error", shard, index, f"internal error: {type(err).__name__}: {err}"))
+            results.put(("error", shard, index, _line(err)))
+
+
+def _line(err: Exception) -> str:
+    """One line for the parent: an ApproxError's own, else a bug's type and message."""
+    return err.line() if isinstance(err, ApproxError) else f"internal error: {type(err).__name__}: {err}"
 
 
 class ShardedEvaluation:

@@ -4,8 +4,9 @@ inputs given), and set speedup (with its interval) and QoS loss beside what the
 study recorded.
 
 The held-out figures of `autotuner.tune`, of the systems' runs and of
-bench/results.py come from `evaluate_front`, the same code as `approx-tune verify`:
-a recorded figure is what re-measuring gives, up to the reported interval.
+bench/results.py come from `Measurer.measure` (or its shards, `autotuner.sharded`),
+the same code as `approx-tune verify`: a recorded figure is what re-measuring gives,
+up to the reported interval.
 
 A result says how to load everything again: `program_spec` (`file.mlir:entry`, or
 `pkg.module:attr` naming a program, a decorated function or a factory of either),
@@ -158,16 +159,6 @@ def verify(result: TuningResult, *, mode: str | None = None, points: list[int] |
     program = load_program(result, program)
     measurer = Measurer(program, inputs, references, metric, repeats or 1, what="evaluation", clock=clock)
     return measure_points(measurer, program, chosen, progress)
-
-
-def evaluate_front(result: TuningResult, program, measurer: Measurer, progress=None) -> None:
-    """Fill in the held-out figures of every front point (what `tune` and the systems
-    record; `verify` re-measures them the same way)."""
-    chosen = [(p.mode, i, p) for m in ("static", "dynamic") for i, p in enumerate(result.front_of(m))]
-    for (_, _, p), v in zip(chosen, measure_points(measurer, program, chosen, progress)):
-        p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci = v.qos_loss, v.speedup, v.speedup_ci
-        p.qos_loss_eval_ci, p.seconds_eval = v.qos_loss_ci, v.seconds
-    result.exact_seconds_eval = measurer.exact_seconds()
 
 
 def _ci(ci) -> str:

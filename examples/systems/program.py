@@ -91,7 +91,6 @@ class SystemProgram:
         return self.program.reuse.reading() if self.reuse else contextlib.nullcontext()
 
 
-
 def program_attribute(module: str, build: Callable[[], SystemProgram]) -> Callable[[str], SystemProgram]:
     """The `__getattr__` of `module` whose `program` is `build()` (built on first use,
     not at import), for `approx-tune run <module>:program ...`."""
