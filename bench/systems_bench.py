@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 LEVELS = (3, 6, 9)
 SYSTEMS = ("rag_bm25", "rag_dense", "tools", "rag_bm25_llm", "rag_dense_llm", "tools_llm", "agent_llm")
 LLM_SYSTEMS = ("rag_bm25_llm", "rag_dense_llm")  # SmolLM2 answers: seconds per question
-GPU_SYSTEMS = ("rag_bm25_llm", "rag_dense_llm", "tools_llm")  # the systems whose LLM can run on CUDA
+GPU_SYSTEMS = ("rag_bm25_llm", "rag_dense_llm", "tools_llm", "agent_llm")  # the systems whose LLM can run on CUDA
 SHAPE = ("exact_seconds_per_query", "static", "dynamic", "tuning_seconds", "trials", "qos_exact", "points", "program",
          "metric", "held_out", "result", "model", "machine", "load", "most_accurate", "workers")
 # ApproxMLIR (MLSys 2026), dynamic approximation, speedup at <= 3 / 6 / 9 % QoS loss; static not reported

@@ -65,7 +65,7 @@ def test_ir_lists_llm_and_kernel_knobs(system):
 
 
 def test_knob_zero_is_the_undecorated_program(system):
-    plain, _ = agent_llm.agent_program(agent_llm.base_llm(), agent_llm.smollm())
+    plain, _ = agent_llm.agent_program(agent_llm.base_llm(), agent_llm.smollm(), agent_llm.triage_llm())
     run = system.exact()
     for item in agent_data.items("tune", 2)[1:]:  # a kmeans question: triage, tool, summary, QA
         assert run(item.question) == plain.python(item.question)

