@@ -29,10 +29,19 @@ def safe_url(url: str) -> str:
 
 
 def _sqlite_connect(path: str) -> sqlite3.Connection:
-    con = sqlite3.connect(path, timeout=120, check_same_thread=False)
+    # isolation_level=None: the driver emits no BEGIN of its own; `_begin_immediate` does
+    con = sqlite3.connect(path, timeout=120, check_same_thread=False, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=NORMAL")
     return con
+
+
+def _begin_immediate(conn) -> None:
+    """Each transaction takes SQLite's write lock when it starts. Python's driver would
+    begin one only at its first write, after the reads: two workers then both read the
+    same queued trial as WAITING, both mark it RUNNING and both run it, and the second
+    to finish cannot record it ("Cannot tell a PRUNED trial")."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 _STORAGES: dict[str, optuna.storages.RDBStorage] = {}
@@ -63,7 +72,12 @@ def _open_storage(url: str) -> optuna.storages.RDBStorage:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                return optuna.storages.RDBStorage(engine_url, engine_kwargs=kwargs, **extra)
+                storage = optuna.storages.RDBStorage(engine_url, engine_kwargs=kwargs, **extra)
+            if "creator" in kwargs:
+                from sqlalchemy import event
+
+                event.listen(storage.engine, "begin", _begin_immediate)
+            return storage
         except Exception as err:
             msg = root_cause(err)
             # runs and workers starting together on a new database race to create Optuna's tables; on a
