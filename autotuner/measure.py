@@ -174,9 +174,11 @@ class Measurer:
     def __init__(self, program, inputs: Sequence, references: Sequence | None, metric: str | Callable | Metric,
                  repeats: int = 5, money: Callable | None = None, objective: str = "time",
                  exact_config: dict | None = None, what: str = "tuning", clock: str = "wall",
-                 timing_seconds: float | None = None, whole_split: bool = True):
+                 timing_seconds: float | None = None, whole_split: bool = True,
+                 numbers: Sequence[int] | None = None):
         """`whole_split=False`: the inputs are a shard of a split (`autotuner.sharded`),
-        whose exact QoS is checked on the whole split, not here."""
+        whose exact QoS is checked on the whole split, not here; `numbers`: each input's
+        number in that split, which an error names (default: its position here)."""
         if clock not in CLOCKS:
             raise ApproxError(f"clock must be 'wall' or 'cpu', got {clock!r}", where=WHERE)
         self.clock, self._now = clock, CLOCKS[clock]
@@ -192,6 +194,7 @@ class Measurer:
             raise ApproxError(f"{len(references)} references for {len(inputs)} {what} inputs", where=WHERE)
         self.program, self.metric, self.repeats = program, get_metric(metric), repeats
         self.inputs = [as_args(x) for x in inputs]
+        self.numbers = list(numbers) if numbers is not None else list(range(len(self.inputs)))
         self.references = list(references) if references is not None else None
         self.money_fn, self.objective, self.what = money, objective, what
         self.exact_config = exact_config if exact_config is not None else \
@@ -217,7 +220,7 @@ class Measurer:
 
     # ------------------------------------------------------------ running
 
-    def _run(self, fn, inputs, exact: bool = False, offset: int = 0) -> list:
+    def _run(self, fn, inputs, exact: bool = False) -> list:
         outs, now = [], self._now
         for i, args in enumerate(inputs):
             try:
@@ -229,7 +232,7 @@ class Measurer:
                 label = "the exact program fails" if exact else "the program fails"
                 msg = (f"{err.where + ': ' if err.where else ''}{err.message}" if isinstance(err, ApproxError)
                        else f"{type(err).__name__}: {err}")  # keep where: the failing component's name
-                raise ApproxError(f"{label} on {self.what} input {offset + i}: {msg}", where=WHERE) from None
+                raise ApproxError(f"{label} on {self.what} input {self.numbers[i]}: {msg}", where=WHERE) from None
         return outs
 
     def _sample(self, fn, inputs, loops: int) -> float:

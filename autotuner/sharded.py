@@ -31,23 +31,27 @@ WHERE = "<held-out evaluation>"
 POLL_SECONDS = 1.0  # how often the parent checks that its workers are alive
 
 
-def _shard_main(source, inputs, references, metric, repeats, money, objective, clock, shard, tasks, results):
-    """One worker: the exact program on its shard, then each configuration sent to it
-    (a Ctrl-C ends it quietly: the parent reports the interruption)."""
+def _shard_main(source, inputs, references, metric, repeats, money, objective, clock, shard, numbers, tasks,
+                results):
+    """One worker: the exact program on its shard (the inputs numbered `numbers` in the
+    split), then each configuration sent to it (a Ctrl-C ends it quietly: the parent
+    reports the interruption)."""
     try:
-        _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, tasks, results)
+        _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, numbers, tasks,
+                     results)
     except KeyboardInterrupt:
         pass
 
 
-def _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, tasks, results):
+def _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, numbers, tasks,
+                 results):
     try:
         from autotuner.loading import as_program
         from autotuner.workers import build
 
         program = as_program(source)
         m = Measurer(program, inputs, references, metric, repeats, money, objective, what="evaluation",
-                     clock=clock, whole_split=False)
+                     clock=clock, whole_split=False, numbers=numbers)
         results.put(("ready", shard, m.exact_scores, m.exact_seconds(),
                      m.exact_money() if money is not None else None))
     except Exception as err:
@@ -94,7 +98,7 @@ class ShardedEvaluation:
             refs = None if references is None else [references[i] for i in idx]
             p = ctx.Process(target=_shard_main, daemon=True,
                             args=(source, [inputs[i] for i in idx], refs, metric, repeats, money, objective, clock,
-                                  s, self._tasks[s], self._results))
+                                  s, idx, self._tasks[s], self._results))
             p.start()
             self._procs.append(p)
         self._say(f"[held-out] {self.n} inputs on {jobs} workers: running the exact program")

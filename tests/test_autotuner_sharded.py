@@ -56,6 +56,13 @@ def test_a_failing_configuration_is_one_line_and_the_others_are_measured(dots_fi
     assert good.n == 4
 
 
+def test_an_input_that_fails_is_named_by_its_number_in_the_split(dots_file):
+    inputs = kernel_inputs(4, 2000, knobs=2)
+    inputs[3] = ("not an array", *inputs[3][1:])  # the second input of worker 1's shard [1, 3]
+    with pytest.raises(ApproxError, match=r"held-out worker 1: .*evaluation input 3: "):
+        ShardedEvaluation(dots_file, inputs, None, "rel_l2", jobs=2, clock="cpu")
+
+
 def test_a_program_that_cannot_load_stops_with_one_line(tmp_path):
     with pytest.raises(ApproxError, match=r"held-out worker \d: .*nothing\.mlir"):
         ShardedEvaluation(f"{tmp_path}/nothing.mlir:main", [1, 2], None, "rel_l2", jobs=2)
