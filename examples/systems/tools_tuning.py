@@ -69,7 +69,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     if tuning_qos == "kept":
         candidates = tune_items + spare_items(n_tune, seed, eval_ratio)
         tune_in, tune_items, tried = exact_right(program, [query_of(i) for i in candidates], candidates, ast_match,
-                                                 n_tune, seed, shuffle=False)
+                                                 n_tune, seed, shuffle=False, jobs=jobs)
         if not tune_in:
             raise ApproxError(f"the exact agent gets none of {tried} tuning items right: nothing to tune against",
                               where="examples.systems.tools_tuning")
