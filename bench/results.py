@@ -118,10 +118,16 @@ def run_kernels(trials: int, n_tune: int, seed: int, log) -> tuple[dict, str | N
 
 
 def keep_quiet_rows(old: dict, new: dict, overwrite: bool, log) -> list[str]:
-    """Names of the rows of `new` that replace a quiet run's row of `old` with a run
-    that shared its cores: those keep the old row unless `overwrite`."""
+    """Names of the rows of `new` that keep their row of `old`: a part this run could not
+    measure (None: a failure does not erase a recorded row), and one that would replace a
+    quiet run's row with a run that shared its cores (unless `overwrite`)."""
     kept = []
     for name, row in new.items():
+        if row is None and old.get(name):
+            log(f"[results] {name}: this run has no row; the previous row is kept")
+            new[name] = old[name]
+            kept.append(name)
+            continue
         before = (old.get(name) or {}).get("load") or {}
         now = (row or {}).get("load") or {}
         if before.get("quiet") and now.get("quiet") is False and not overwrite:

@@ -60,13 +60,15 @@ def test_load_probe_sees_this_process_as_its_own():
     assert "cores' time" in load.describe() or "not measured" in load.describe()
 
 
-def test_a_shared_run_does_not_replace_a_quiet_row_unless_told():
+def test_a_failed_or_shared_run_does_not_replace_a_row():
     quiet = {"x": {"v": 1, "load": {"quiet": True}}}
     shared = {"x": {"v": 2, "load": {"quiet": False}}}
     new = dict(shared)
     assert keep_quiet_rows(quiet, new, overwrite=False, log=lambda m: None) == ["x"] and new["x"]["v"] == 1
     new = dict(shared)
     assert keep_quiet_rows(quiet, new, overwrite=True, log=lambda m: None) == [] and new["x"]["v"] == 2
+    failed = {"x": None}
+    assert keep_quiet_rows(quiet, failed, overwrite=True, log=lambda m: None) == ["x"] and failed["x"]["v"] == 1
     assert "SHARED" in load_text({"load_start": [2.0], "load_end": [2.0], "other_share": 0.5, "seconds": 60,
                                   "cores": 2})
 
