@@ -83,7 +83,10 @@ def development_examples(tok, limit: int = 0) -> tuple[list[tuple[list[int], int
                  "max_prompt_tokens": max(p for _, p in out)}
 
 
-def train(args) -> tuple[torch.nn.Module, object, dict]:
+def train(args, examples=None) -> tuple[torch.nn.Module, object, dict]:
+    """The adapters trained on `examples(tok)` -> (examples, counts) (default: the BFCL
+    development examples), starting from `args.init`'s adapters (their rank, alpha and
+    exits) or fresh ones; (model, tokenizer, training info)."""
     seed_everything(args.seed)
     model, tok = load_base()
     for p in model.parameters():
@@ -100,11 +103,40 @@ def train(args) -> tuple[torch.nn.Module, object, dict]:
     for p in params:
         p.requires_grad_(True)
     model.to(args.device).train()
-    examples, counts = development_examples(tok, args.max_items)
+    examples, counts = (examples or (lambda tok: development_examples(tok, args.max_items)))(tok)
     print(json.dumps(counts), flush=True)
     log, start = train_loop(model, params, examples, args)
     info = {**counts, "train_seconds": round(time.time() - start, 1), "log": log}
     return model.eval(), tok, info
+
+
+def trained_or_loaded(args, adapter: Path, metrics: Path, command: str, examples=None):
+    """(model, tokenizer, exits, training info): the adapters of `args.adapter` (trained
+    earlier: the info is `metrics`'), else `train(args, examples)` with its adapters saved
+    to `adapter` and the info of the file, device and `command`. Shared by the tools and
+    the triage adapters."""
+    if args.adapter:
+        model, tok = load_base()
+        exits = load_adapter(model, args.adapter)
+        model.to(args.device)
+        return model, tok, exits, json.loads(metrics.read_text()).get("training", {}) if metrics.is_file() else {}
+    random.seed(args.seed)
+    model, tok, info = train(args, examples)
+    save_adapter(model, adapter, args.rank, args.alpha, args.exits)
+    info.update(file=adapter.name, bytes=adapter.stat().st_size, device=device_name(args.device),
+                init=args.init.name if args.init else None, command=command)
+    return model, tok, args.exits, info
+
+
+def device_name(device: str) -> str:
+    return torch.cuda.get_device_name() if device == "cuda" else "cpu"
+
+
+def command_line(script: str, args, keys) -> str:
+    """The command that trains with `args`' values of `keys`."""
+    return f"python -m {script} " + " ".join(
+        f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+        for k, v in vars(args).items() if k in keys)
 
 
 @torch.inference_mode()
@@ -181,24 +213,11 @@ def main() -> None:
     args.init = args.init if args.init and str(args.init) else None
     args.out.mkdir(parents=True, exist_ok=True)
     metrics = args.out / "llm_tools_metrics.json"
-    device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
-    if args.adapter:
-        model, tok = load_base()
-        exits = load_adapter(model, args.adapter)
-        model.to(args.device)
-        info = json.loads(metrics.read_text()).get("training", {}) if metrics.is_file() else {}
-    else:
-        random.seed(args.seed)
-        model, tok, info = train(args)
-        exits = args.exits
-        adapter = args.out / "smollm2_tools_lora.npz"
-        save_adapter(model, adapter, args.rank, args.alpha, exits)
-        info.update(file=adapter.name, bytes=adapter.stat().st_size, device=device,
-                    init=args.init.name if args.init else None)
-        info["command"] = "python -m examples.train_llm_tools " + " ".join(
-            f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
-            for k, v in vars(args).items() if k not in ("out", "device", "adapter", "depths", "init", "rank",
-                                                         "alpha", "exits"))
+    keys = [k for k in vars(args) if k not in ("out", "device", "adapter", "depths", "init", "rank", "alpha",
+                                                "exits")]
+    model, tok, exits, info = trained_or_loaded(args, args.out / "smollm2_tools_lora.npz", metrics,
+                                                command_line("examples.train_llm_tools", args, keys))
+    device = device_name(args.device)
 
     def save(results):
         metrics.write_text(json.dumps({"training": info, "evaluation": {**results, "device": device}}, indent=2)

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +33,8 @@ import torch
 
 from examples.systems.agent_data import KINDS, items
 from examples.systems.agent_llm import GUIDE, TRIAGE, TRIAGE_TOKENS, tool_named
-from examples.train_llm import train_loop
-from examples.train_llm_tools import generate_batched
-from examples.train_reader import seed_everything
-from frontends.components.llm.smollm import chat_prompt, load_adapter, load_base, save_adapter, trained_names, truncated
+from examples.train_llm_tools import command_line, device_name, generate_batched, trained_or_loaded
+from frontends.components.llm.smollm import chat_prompt, truncated
 
 OUT = Path(__file__).resolve().parent / "models"
 INIT = OUT / "smollm2_lora.npz"
@@ -60,25 +56,6 @@ def training_examples(tok, n: int, seed: int) -> tuple[list[tuple[list[int], int
         out.append((prompt + target, len(prompt)))
     kinds = {k: sum(i.tool == k for i in chosen) for k in KINDS}
     return out, {"examples": len(out), "kinds": kinds, "max_prompt_tokens": max(p for _, p in out)}
-
-
-def train(args) -> tuple[torch.nn.Module, object, dict]:
-    seed_everything(args.seed)
-    model, tok = load_base()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    with np.load(args.init) as data:
-        args.rank, args.alpha = int(data["__meta__"][0]), float(data["__meta__"][1])
-    args.exits = list(load_adapter(model, args.init))
-    named = dict(model.named_parameters())
-    params = [named[n] for n in trained_names(model)]
-    for p in params:
-        p.requires_grad_(True)
-    model.to(args.device).train()
-    examples, counts = training_examples(tok, args.items, args.seed)
-    print(json.dumps(counts), flush=True)
-    log, start = train_loop(model, params, examples, args)
-    return model.eval(), tok, {**counts, "train_seconds": round(time.time() - start, 1), "log": log}
 
 
 def evaluate(model, tok, exits, args) -> dict:
@@ -118,22 +95,11 @@ def main() -> None:
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     metrics = args.out / "llm_triage_metrics.json"
-    device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
-    if args.adapter:
-        model, tok = load_base()
-        exits = load_adapter(model, args.adapter)
-        model.to(args.device)
-        info = json.loads(metrics.read_text()).get("training", {}) if metrics.is_file() else {}
-    else:
-        random.seed(args.seed)
-        model, tok, info = train(args)
-        exits = args.exits
-        adapter = args.out / ADAPTER
-        save_adapter(model, adapter, args.rank, args.alpha, exits)
-        info.update(file=adapter.name, bytes=adapter.stat().st_size, device=device, init=args.init.name,
-                    command="python -m examples.train_llm_triage " + " ".join(
-                        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-                        if k in ("items", "epochs", "batch", "lr", "exit_weight", "seed")))
+    command = command_line("examples.train_llm_triage", args,
+                           ("items", "epochs", "batch", "lr", "exit_weight", "seed"))
+    model, tok, exits, info = trained_or_loaded(args, args.out / ADAPTER, metrics, command,
+                                                lambda tok: training_examples(tok, args.items, args.seed))
+    device = device_name(args.device)
     results = evaluate(model.float(), tok, exits, args)
     metrics.write_text(json.dumps({"training": info, "evaluation": {**results, "device": device}}, indent=2) + "\n")
     print(f"wrote {metrics}")
