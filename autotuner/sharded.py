@@ -15,7 +15,6 @@ a machine's memory bandwidth slow both programs alike.
 from __future__ import annotations
 
 import multiprocessing as mp
-import pickle
 import queue
 import statistics
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ import numpy as np
 from approx_dialect.diagnostics import ApproxError
 from autotuner.measure import Figures, Measurement, Measurer, PairedTiming, as_args, check_exact_qos, summarise
 from autotuner.metrics import get_metric
+from autotuner.workers import check_picklable
 
 WHERE = "<held-out evaluation>"
 POLL_SECONDS = 1.0  # how often the parent checks that its workers are alive
@@ -84,12 +84,8 @@ class ShardedEvaluation:
         self.n, self.jobs, self.objective, self.progress = len(inputs), jobs, objective, progress
         self.with_references = references is not None
         self.shards = [list(range(s, len(inputs), jobs)) for s in range(jobs)]
-        try:
-            pickle.dumps((source, inputs, references, metric, money))
-        except Exception as err:
-            raise ApproxError(f"{jobs} evaluation workers need a picklable program (or its spec), inputs and "
-                              f"metric (module-level functions, not lambdas): {type(err).__name__}: {err}",
-                              where=WHERE) from None
+        check_picklable((source, inputs, references, metric, money),
+                        f"{jobs} evaluation workers need a picklable program (or its spec), inputs and metric", WHERE)
         ctx = mp.get_context("spawn")  # not fork: the JIT and torch state must not be shared
         self._results = ctx.Queue()
         self._tasks = [ctx.Queue() for _ in range(jobs)]

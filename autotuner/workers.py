@@ -180,6 +180,16 @@ def _recover_dead_worker(study, pid: int | None) -> int:
     return n
 
 
+def check_picklable(obj, need: str, where: str) -> None:
+    """Spawned workers receive `obj` pickled: what cannot be is one line (`need`, then
+    the cause) before any worker starts."""
+    try:
+        pickle.dumps(obj)
+    except Exception as err:
+        raise ApproxError(f"{need} (module-level functions, not lambdas): {type(err).__name__}: {err}",
+                          where=where) from None
+
+
 def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer: Measurer) -> None:
     def show(study_, *_):
         sys.stderr.write("\r" + progress_line(study_, job, mode) + "\033[K")
@@ -188,12 +198,8 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
     if jobs == 1:
         run_job(replace(job, program=measurer.program), measurer, callbacks=[show] if progress else ())
         return
-    try:
-        pickle.dumps(job)
-    except Exception as err:
-        raise ApproxError(f"--jobs {jobs} runs worker processes, which need a picklable program, inputs and "
-                          f"metric (module-level functions, not lambdas): {type(err).__name__}: {err}",
-                          where=WHERE) from None
+    check_picklable(job, f"--jobs {jobs} runs worker processes, which need a picklable program, inputs and metric",
+                    WHERE)
     ctx = mp.get_context("spawn")  # not fork: the JIT and SQLAlchemy state must not be shared
     errors = ctx.Queue()
 

@@ -93,7 +93,7 @@ def squad_normal(text: str) -> str:
     return f" {normalize_answer(text)} "
 
 
-def _nq_items(part: str, seed: int):
+def _no_tool_items(part: str, seed: int):
     if part == "train":
         qs = squad.questions_of("train")
         for i in np.random.default_rng([seed, 98]).permutation(len(qs)):
@@ -108,7 +108,7 @@ def _nq_items(part: str, seed: int):
 
 def _stream(kind: str, part: str, seed: int):
     if kind == "none":
-        yield from _nq_items(part, seed)
+        yield from _no_tool_items(part, seed)
     elif kind in PREFIX:
         yield from _squad_items(kind, part, seed)
     else:
