@@ -163,6 +163,11 @@ def main(argv=None) -> int:
     ap.add_argument("--llm-seconds", type=float, default=1200, help="RAG-LLM systems: search time (both modes)")
     ap.add_argument("--llm-jobs", type=int, default=2, help="SmolLM2 systems: worker processes of the search and of "
                     "the held-out evaluation (which shares the held-out inputs among them)")
+    ap.add_argument("--llm-screen", action=argparse.BooleanOptionalAction, default=True,
+                    help="SmolLM2 systems (not the LLM + tools agent): the static search first tries each knob alone "
+                    "at its gentlest step, the knobs of the calls that take the time first")
+    ap.add_argument("--llm-eval-repeats", type=int, default=None, help="SmolLM2 systems: paired timing rounds of "
+                    "the held-out evaluation (default: 2; 1 for the LLM + tools agent)")
     ap.add_argument("--llm-ablate", default="", help="RAG-LLM systems: as --ablate (default: none)")
     ap.add_argument("--tools-llm-n-tune", type=int, default=40, help="LLM + tools agent: tuning items")
     ap.add_argument("--tools-llm-n-eval", type=int, default=200, help="LLM + tools agent: held-out items (a "
@@ -214,7 +219,8 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate,
                fresh=not args.resume, progress=args.progress)
     llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
-               jobs=args.llm_jobs, fresh=not args.resume, progress=args.progress,
+               jobs=args.llm_jobs, fresh=not args.resume, progress=args.progress, screen=args.llm_screen,
+               eval_repeats=args.llm_eval_repeats,
                ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
     rag_llm = dict(llm, tuning_qos=args.llm_tuning_qos)
     tools_llm = dict(rag_llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval,

@@ -54,6 +54,7 @@ class SystemProgram:
     `approx-tune verify` read)."""
 
     inputs_module = "examples.systems.common"
+    screen_first: tuple[str, ...] = ()  # knob-name prefixes a screening search tries first (where the time goes)
 
     def __init__(self, name: str, program, model: str = "", reuse: Sequence = ()):
         self.name, self.program, self.model = name, program, model

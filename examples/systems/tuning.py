@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -301,6 +302,17 @@ def exact_outputs(spec: str, inputs: list, jobs: int) -> list:
         return pool.map(_run_exact, inputs, chunksize=max(1, -(-len(inputs) // jobs)))
 
 
+def fixed_knobs(program, questions, path: Path) -> dict[str, float]:
+    """The program's negligible knobs (`negligible_knobs`: name -> measured time share),
+    kept in `path`: a resumed study keeps the search space it started with (a share
+    measured again could fall on the other side of the threshold)."""
+    if path.is_file():
+        return json.loads(path.read_text())
+    negligible = program.negligible_knobs(questions)
+    path.write_text(json.dumps(negligible, indent=1))
+    return negligible
+
+
 def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = None,
                 out_dir: str | Path | None = None, seed: int = 0, budget: float = BUDGET,
                 sampler: str = SAMPLER, report: bool = True, fresh: bool = True, evaluate: bool = True,
@@ -353,7 +365,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
             raise ApproxError(f"the exact program answers none of {tried} tuning questions right: nothing to "
                               "tune against (try --llm-tuning-qos agreement)", where="examples.systems")
     tune_ref = None if tuning_qos == "agreement" else tune_a
-    negligible = program.negligible_knobs(tune_q[:8])
+    negligible = fixed_knobs(program, tune_q[:8], out / "fixed.json")
     fix = {k: 0 for k in negligible}
     narrow = {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
     storage = f"sqlite:///{(out / 'study.db').resolve()}"
@@ -364,8 +376,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         from autotuner import SearchSpace, enqueue
 
         space = SearchSpace.from_program(program, "static").narrow(dict(narrow)).fix(dict(fix))
-        # the answer op takes over 98 % of an LLM system's exact time (`negligible_knobs` measures the rest)
-        enqueue(storage, f"{name}/static", space, space.screening(first=("answer.",)))
+        enqueue(storage, f"{name}/static", space, space.screening(first=program.screen_first))
     done = search_static_then_dynamic(
         program, tune_q, tune_ref, name=name, trials=trials, seconds=seconds, spec=SYSTEMS.get(name), jobs=jobs,
         seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, narrow, fix, program.states(tune_q),
@@ -379,7 +390,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     qos_exact = sum(scores) / len(scores) if evaluate and scores else None
     result.notes += [
         TUNING_QOS[tuning_qos] + (f" ({len(tune_q)} tuning questions, found among {tried} tried)" if tried else ""),
-        "fixed at exact (their retrieval stage takes under 2 % of the exact program's time): "
+        "fixed at exact (their stage takes under 2 % of the exact program's time): "
         + (", ".join(f"{k} ({100 * v:.2f} %)" for k, v in negligible.items()) or "none")]
     record_how_to_verify(result, SYSTEMS.get(name, ""), "examples.systems.common:METRIC",
                          {"inputs": f"{program.inputs_module}:held_out_questions",
