@@ -16,7 +16,7 @@ from examples.kernels import kernel
 from examples.systems import agent_data, agent_llm, agent_tools
 
 LLM_KNOBS = {"triage.max_new_tokens", "triage.layers", "summary.max_new_tokens", "summary.layers", "summary.skip",
-             "qa.max_new_tokens", "qa.layers"}
+             "qa.max_new_tokens", "qa.layers", "condense"}
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,29 @@ def test_knob_zero_is_the_undecorated_program(system):
     run = system.exact()
     for item in agent_data.items("tune", 2)[1:]:  # a kmeans question: triage, tool, summary, QA
         assert run(item.question) == plain.python(item.question)
+
+
+def test_condense_decides_per_output_length(system):
+    """Variant 1 of the condense ladder (QA reads the tool's output) runs where the
+    output's length in words is on its side of the threshold, the summary elsewhere."""
+    kmeans, bm25 = agent_data.items("tune", 4)[1], agent_data.items("tune", 4)[3]
+    short = agent_tools.tools()["kmeans"][0](kmeans.question)
+    long = agent_tools.tools()["bm25"][0](bm25.question)
+    assert agent_llm.output_words(short) < 40 <= agent_llm.output_words(long)
+    assert system.states([kmeans.question, bm25.question]) == [agent_llm.output_words(short),
+                                                               agent_llm.output_words(long)]
+    exact = exact_config(system)
+    skip_short = {**exact, "condense": {"thresholds": [40], "decisions": [1, 0]}}
+    skip_all = {**exact, "summary.skip": {"knob_val": 1}}
+    run, skipped = system.build(skip_short), system.build(skip_all)
+    assert run(kmeans.question) == skipped(kmeans.question)  # both: QA reads the kmeans tool's one sentence
+    assert run(bm25.question) == system.exact()(bm25.question)  # the paragraph is summarised
+
+
+def test_tool_shares_are_fractions_of_the_agents_time(system):
+    shares = system.tool_shares()
+    assert set(shares) == set(agent_tools.TOOLS)
+    assert all(0 < v for v in shares.values()) and sum(shares.values()) < 1
 
 
 def test_tuner_runs_it_on_one_question(system, tmp_path):

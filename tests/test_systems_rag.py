@@ -225,9 +225,9 @@ def test_tuning_qos_must_be_known(bm25, tmp_path):
         tune_system("rag_bm25", n_tune=3, trials=1, out_dir=tmp_path, program=bm25, tuning_qos="exact")
 
 
-def test_dynamic_seeds_switch_at_tertiles_and_median(bm25):
+def test_dynamic_seeds_switch_at_tertiles_and_median_on_either_side(bm25):
     from autotuner.space import SearchSpace
-    from examples.systems.tuning import dynamic_seeds
+    from examples.systems.dynamic_search import dynamic_seeds
 
     space = SearchSpace.from_program(bm25, "dynamic")
     states = list(range(100))  # quantiles are easy to read
@@ -236,10 +236,12 @@ def test_dynamic_seeds_switch_at_tertiles_and_median(bm25):
     seeds = [c["read"] for c in dynamic_seeds(space, [static], states)]
     assert seeds == [{"thresholds": [33, 66], "decisions": [0, 2, 2]},
                      {"thresholds": [33, 66], "decisions": [0, 0, 2]},
-                     {"thresholds": [25, 50], "decisions": [0, 0, 2]}]
+                     {"thresholds": [25, 50], "decisions": [0, 0, 2]},
+                     {"thresholds": [50, 75], "decisions": [2, 0, 0]}]
     # an exact static configuration is seeded with the top-passage variant (1)
     exact = {**plain, "read": {"knob_val": 0}}
-    assert {tuple(c["read"]["decisions"]) for c in dynamic_seeds(space, [exact], states)} == {(0, 1, 1), (0, 0, 1)}
+    assert {tuple(c["read"]["decisions"]) for c in dynamic_seeds(space, [exact], states)} == \
+        {(0, 1, 1), (0, 0, 1), (1, 0, 0)}
 
 
 @pytest.mark.slow  # two spawned workers build the system

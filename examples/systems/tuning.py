@@ -14,7 +14,7 @@ static front, held-out evaluation of both fronts, the report.
   `approx-tune run` does): (1) static mode, until `trials` evaluations or half the
   time budget; (2) dynamic mode, its study seeded with the static front
   configurations with the answer step's cheaper variants applied only where the
-  retrieval margin is high (`dynamic_seeds`), until `trials` evaluations or the
+  retrieval margin is high, or low (`dynamic_search`), until `trials` evaluations or the
   time budget; (3) both modes, nothing left to search: each front re-measured on
   the held-out questions, the TuningResult. A static configuration is a dynamic
   one with equal decisions, so the static front joins the dynamic front
@@ -26,7 +26,6 @@ static front, held-out evaluation of both fronts, the report.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import shutil
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotuner import TuningResult
+from examples.systems.dynamic_search import merge_static_front, seed_dynamic
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25:system", "rag_dense": "examples.systems.rag_dense:system",
@@ -148,78 +148,6 @@ def search_static_then_dynamic(program, inputs, references, *, name: str, trials
             program.deadline = None
             os.environ.pop(DEADLINE_ENV, None)
     return {m: evaluated_trials(tune_kwargs["storage"], f"{name}/{m}") for m in ("static", "dynamic")}
-
-
-def dynamic_seeds(space, static_configs: list[dict], states: list[int]) -> list[dict]:
-    """The dynamic study's first configurations: each static front configuration with
-    the answer step's variant k applied only where retrieval is surer (for k = 0 the
-    top-passage variant 1): [0, k, k] and [0, 0, k] with thresholds at the tertiles of
-    the tuning questions' states, and [0, 0, k] switching at the median. Least
-    approximate configurations first (the tight QoS levels need them; `limit` in
-    `seed_dynamic` may cut the list). (The static front itself joins the dynamic front
-    in `merge_static_front`, measured once.)"""
-    ladders = [d for d in space.dims if d.dynamic and d.fixed is None]
-    out = []
-    qs = sorted(states) or [0]
-
-    def quantile(q: float) -> int:
-        return qs[min(len(qs) - 1, int(q * len(qs)))]
-
-    def ladder(d, ts, decisions) -> dict:
-        return {"thresholds": sorted(min(max(t, lo), hi) for t, (lo, hi) in zip(ts, d.bounds)),
-                "decisions": decisions}
-
-    for cfg in static_configs:
-        # every ladder as its static value for all questions, then one ladder at a time switched
-        uniform = {**cfg, **{d.name: ladder(d, [quantile((i + 1) / (len(d.bounds) + 1)) for i in range(len(d.bounds))],
-                                            [cfg[d.name]["knob_val"]] * (len(d.bounds) + 1)) for d in ladders}}
-        for d in ladders:
-            n = len(d.bounds)
-            k = cfg[d.name]["knob_val"] or 1
-            tertiles = [quantile((i + 1) / (n + 1)) for i in range(n)]
-            median = [quantile((i + 1) / (2 * n)) for i in range(n)]  # the last one at the median
-            for ts, decisions in ((tertiles, [0] + [k] * n), (tertiles, [0] * n + [k]), (median, [0] * n + [k])):
-                out.append({**uniform, d.name: ladder(d, ts, decisions)})
-    return out
-
-
-def merge_static_front(result, program) -> None:
-    """A static configuration is a dynamic one whose decisions are all equal, so the
-    dynamic front is the Pareto front (on the tuning split) of the dynamic trials and
-    the static front's configurations, these with the figures measured in the static
-    study (one program, measured once: timing noise does not rank it twice)."""
-    from autotuner import pareto_indices
-
-    ladders = [s for s in program.knobs() if s.kind == "ladder"]
-    static = [p for p in result.front if p.mode == "static"]
-    pool = [p for p in result.front if p.mode == "dynamic"]
-    for p in static:
-        knobs = dict(p.knobs)
-        for spec in ladders:
-            k = knobs[spec.name]["knob_val"]
-            knobs[spec.name] = {"thresholds": list(spec.current["thresholds"]),
-                                "decisions": [k] * (spec.num_thresholds + 1)}
-        pool.append(dataclasses.replace(p, mode="dynamic", knobs=knobs, trial=None,
-                                        ir=program.ir(after=True, config=knobs)))
-    keep = [pool[i] for i in pareto_indices([(p.qos_loss_tune, p.speedup_tune) for p in pool])]
-    result.front = static + keep
-    on_front = {p.trial for p in keep}
-    for t in result.all_trials:
-        if t.mode == "dynamic":
-            t.dominated = t.trial not in on_front
-    n = sum(p.trial is None for p in keep)
-    result.notes.append(f"dynamic front: the dynamic trials and the static front's configurations (decisions all "
-                        f"equal, figures from the static study); {n} of {len(keep)} come from the static front")
-
-
-def seed_dynamic(program, storage: str, base: str, budget: float, narrow: dict, fix: dict, states: list[int],
-                 limit: int) -> int:
-    """Queue the dynamic study's first trials (at most `limit`); returns how many."""
-    from autotuner import SearchSpace, enqueue, front_of
-
-    space = SearchSpace.from_program(program, "dynamic").narrow(dict(narrow)).fix(dict(fix))
-    static = front_of(storage, f"{base}/static", budget)  # least approximate first
-    return enqueue(storage, f"{base}/dynamic", space, dynamic_seeds(space, static, states), limit)
 
 
 TUNING_QOS = {  # the search's QoS -> what the result's notes say of it
