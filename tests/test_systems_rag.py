@@ -217,6 +217,25 @@ def test_kept_tuning_questions_are_those_the_exact_program_gets_right(bm25):
     assert len(right) < len(qs)  # the check could fail: some question is answered wrong
 
 
+def test_kept_tuning_questions_are_kept_for_a_resume(bm25, tmp_path):
+    """A resumed search reads the choice back (no exact run); other sizes choose again."""
+    from examples.systems.common import METRIC, question_sets
+    from examples.systems.tuning import exact_right
+
+    (qs, golds), _ = question_sets(12, 0, 0)
+    keep = tmp_path / "kept.json"
+    first = exact_right(bm25, qs, golds, METRIC.fn, 3, keep=keep)
+    runs = []
+
+    class Counted:  # the same program, counting its exact runs
+        def exact(self):
+            run = bm25.exact()
+            return lambda q: runs.append(q) or run(q)
+
+    assert exact_right(Counted(), qs, golds, METRIC.fn, 3, keep=keep) == first and not runs
+    assert exact_right(Counted(), qs, golds, METRIC.fn, 2, keep=keep)[0] == first[0][:2] and runs
+
+
 def test_tuning_qos_must_be_known(bm25, tmp_path):
     from approx_dialect.diagnostics import ApproxError
     from examples.systems.tuning import tune_system

@@ -66,17 +66,17 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     program.spec = f"{module}:system"  # worker processes build it again from its name (`autotuner.tune`)
     tune_in, eval_in = [query_of(i) for i in tune_items], [query_of(i) for i in eval_items]
     tried = None
+    out = Path(out_dir or os.environ.get("APPROX_TOOLS_OUT") or tempfile.mkdtemp(prefix="tools_agent_"))
+    out.mkdir(parents=True, exist_ok=True)
+    for old in [*out.glob("study.db*"), out / "result.json", out / "kept.json"] if fresh else []:  # ours only
+        old.unlink(missing_ok=True)
     if tuning_qos == "kept":
         candidates = tune_items + spare_items(n_tune, seed, eval_ratio)
         tune_in, tune_items, tried = exact_right(program, [query_of(i) for i in candidates], candidates, ast_match,
-                                                 n_tune, seed, shuffle=False, jobs=jobs)
+                                                 n_tune, seed, shuffle=False, jobs=jobs, keep=out / "kept.json")
         if not tune_in:
             raise ApproxError(f"the exact agent gets none of {tried} tuning items right: nothing to tune against",
                               where="examples.systems.tools_tuning")
-    out = Path(out_dir or os.environ.get("APPROX_TOOLS_OUT") or tempfile.mkdtemp(prefix="tools_agent_"))
-    out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("study.db*"), out / "result.json"] if fresh else []:  # ours only: the folder may hold more
-        old.unlink(missing_ok=True)
     storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(LEVELS) / 100
     common = dict(metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed, storage=storage,
                   out_dir=out, eval_inputs=eval_in, eval_references=eval_items, repeats=REPEATS, clock="cpu",

@@ -173,7 +173,7 @@ def qos_note(result) -> str | None:
 
 
 def exact_right(program, inputs: list, references: list, score, n: int, seed: int = 0,
-                log=None, shuffle: bool = True, jobs: int = 1) -> tuple[list, list, int]:
+                log=None, shuffle: bool = True, jobs: int = 1, keep: Path | None = None) -> tuple[list, list, int]:
     """(inputs, references, tried): the first `n` of `inputs` (`shuffle`: in a seeded
     order, the inputs may come grouped, e.g. by article) whose exact output scores 1
     (`score(output, reference)`), and how many were run to find them. Tuning on
@@ -181,9 +181,13 @@ def exact_right(program, inputs: list, references: list, score, n: int, seed: in
     luck (with a few dozen tuning inputs, gains offset losses and the search picks
     configurations lucky on them). `jobs` > 1 (a program with a `spec`): every input's
     exact output comes from that many worker processes (`exact_outputs`), the same
-    inputs chosen."""
+    inputs chosen. `keep`: a file where the choice is kept (a resumed search reads it
+    back instead of running the exact program on every candidate again)."""
     import numpy as np
 
+    kept = json.loads(keep.read_text()) if keep is not None and keep.is_file() else None
+    if kept is not None and kept["n"] == n and kept["seed"] == seed and kept["candidates"] == len(inputs):
+        return [inputs[i] for i in kept["chosen"]], [references[i] for i in kept["chosen"]], kept["tried"]
     order = list(np.random.default_rng([seed, 1]).permutation(len(inputs))) if shuffle else list(range(len(inputs)))
     spec = getattr(program, "spec", None)
     if jobs > 1 and spec:
@@ -192,17 +196,19 @@ def exact_right(program, inputs: list, references: list, score, n: int, seed: in
     else:
         exact = program.exact()
         answer = lambda i: exact(inputs[i])  # noqa: E731
-    kept_in, kept_ref, tried = [], [], 0
+    chosen, tried = [], 0
     for i in order:
-        if len(kept_in) == n:
+        if len(chosen) == n:
             break
         tried += 1
         if score(answer(i), references[i]) >= 1.0:
-            kept_in.append(inputs[i])
-            kept_ref.append(references[i])
+            chosen.append(int(i))
         if log is not None:
-            log(f"tuning inputs the exact program gets right: {len(kept_in)}/{n} of {tried} tried")
-    return kept_in, kept_ref, tried
+            log(f"tuning inputs the exact program gets right: {len(chosen)}/{n} of {tried} tried")
+    if keep is not None:
+        keep.write_text(json.dumps({"n": n, "seed": seed, "candidates": len(inputs), "chosen": chosen,
+                                    "tried": tried}))
+    return [inputs[i] for i in chosen], [references[i] for i in chosen], tried
 
 
 _EXACT = None  # a worker process's exact program (`exact_outputs`)
@@ -286,7 +292,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     if tuning_qos == "kept":  # the held-out split stays that of (n_tune, seed, n_eval): `approx-tune verify` finds it
         (cand_q, cand_a), _ = question_sets(KEPT_CANDIDATES * n_tune, seed, 0)
         tune_q, tune_a, tried = exact_right(program, cand_q, cand_a, METRIC.fn, n_tune, seed,
-                                            log=say if progress else None, jobs=jobs)
+                                            log=say if progress else None, jobs=jobs, keep=out / "kept.json")
         if not tune_q:
             from approx_dialect.diagnostics import ApproxError
 
