@@ -5,6 +5,7 @@ report, and apply a chosen configuration.
   approx-tune report [--out DIR | --result FILE | --storage URL --study-name NAME] [--to DIR]
   approx-tune apply [--out DIR | --result FILE] [--mode M] [--point I | --max-loss X] [FILE.mlir] [-o OUT]
   approx-tune verify [--out DIR | --result FILE] [--mode M] [--point I ...] [--inputs GEN] [--reverse]
+  approx-tune profile PROGRAM --inputs GEN [-n N] [--config FILE]   (where its time goes, per component)
 
 Re-running the same `run` command resumes its study. Every failure is one line
 and exit code 1 (`--debug` shows the traceback); Ctrl-C keeps finished trials
@@ -91,6 +92,14 @@ def make_parser() -> argparse.ArgumentParser:
                    "has not grown for N evaluations")
     r.add_argument("--timeout", type=float, metavar="SECONDS", help="stop each mode's search after SECONDS "
                    "(between trials; finished trials are kept and the same command resumes)")
+
+    pr = sub.add_parser("profile", help="where a program's time goes: the wall time of its component calls per "
+                        "label (an LLM call, a retrieval, a tool), over some inputs")
+    pr.add_argument("program", help="pkg.module:function (a decorated function or Program with components)")
+    pr.add_argument("--inputs", required=True, help="pkg.module:function or file.py:function returning the inputs")
+    pr.add_argument("-n", type=int, default=8, help="profile the first N inputs (default 8)")
+    pr.add_argument("--config", help="a configuration to profile instead of the exact program (a JSON file of "
+                    "knobs, as approx-tune apply --config-out writes)")
 
     for name, text in (("report", "write the report of a finished study"),
                        ("apply", "write the transformed IR of a front configuration"),
@@ -271,6 +280,35 @@ def cmd_verify(a) -> int:
     return 0
 
 
+def cmd_profile(a) -> int:
+    from autotuner.loading import as_program, load_inputs
+
+    program = as_program(a.program)
+    profile = getattr(program, "profile", None)
+    if not callable(profile):
+        raise ApproxError(f"{a.program} has no component calls to profile (a decorated function calling "
+                          "Generate, Retrieve, RunTool, ... has)", where=WHERE)
+    if a.n < 1:
+        raise ApproxError(f"-n must be >= 1, got {a.n}", where=WHERE)
+    inputs, _ = load_inputs(a.inputs)
+    config = None
+    if a.config:
+        try:
+            config = json.loads(Path(a.config).read_text())
+        except (OSError, ValueError) as err:
+            raise ApproxError(f"cannot read the configuration: {err}", where=a.config) from None
+        config = config.get("knobs", config)
+    rows = profile(list(inputs[:a.n]), config)
+    total = sum(v["seconds"] for v in rows.values())
+    print(f"{a.program}: {min(a.n, len(inputs))} inputs, {total:.3f} s wall "
+          f"({'the exact program' if config is None else a.config})")
+    print(f"{'component':24} {'share':>7} {'seconds':>9} {'calls':>6} {'ms/call':>9}")
+    for label, v in rows.items():
+        print(f"{label:24} {100 * v['share']:6.1f}% {v['seconds']:9.3f} {v['calls']:6d} "
+              f"{1000 * v['seconds'] / max(v['calls'], 1):9.1f}")
+    return 0
+
+
 def environment_error_line(err: Exception, args) -> str | None:
     """The one line for a failure of the surroundings, not of this program: a file
     that cannot be written, standard output closed, a damaged study database."""
@@ -296,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
         with quiet_third_party(args.verbose):
-            return {"run": cmd_run, "report": cmd_report, "apply": cmd_apply, "verify": cmd_verify}[args.command](args)
+            return {"run": cmd_run, "report": cmd_report, "apply": cmd_apply, "verify": cmd_verify,
+                    "profile": cmd_profile}[args.command](args)
     except ApproxError as err:
         if args.debug:
             raise

@@ -120,6 +120,14 @@ class Measurement:
     def speedup_interval(self) -> tuple[float, float] | None:
         return None if self.speedup_low is None else (self.speedup_low, self.speedup_high)
 
+    def held_out_figures(self) -> dict:
+        """The figures a front point keeps of its held-out measurement (JSON: in the
+        study, so a resume does not measure it again; in `approx-tune verify`'s rows)."""
+        return {"qos_loss": self.qos_loss, "speedup": self.speedup,
+                "seconds": None if self.seconds != self.seconds else self.seconds, "money": self.money,
+                "ci": None if self.speedup_low is None else [self.speedup_low, self.speedup_high],
+                "loss_ci": self.loss_interval}
+
 
 @dataclass
 class Figures:

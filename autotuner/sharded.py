@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
+from autotuner.loading import as_program
 from autotuner.measure import Figures, Measurement, Measurer, PairedTiming, as_args, check_exact_qos, summarise
 from autotuner.metrics import get_metric
-from autotuner.workers import check_picklable
+from autotuner.workers import build, check_picklable
 
 WHERE = "<held-out evaluation>"
 POLL_SECONDS = 1.0  # how often the parent checks that its workers are alive
@@ -46,9 +47,6 @@ def _shard_main(source, inputs, references, metric, repeats, money, objective, c
 def _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, numbers, tasks,
                  results):
     try:
-        from autotuner.loading import as_program
-        from autotuner.workers import build
-
         program = as_program(source)
         m = Measurer(program, inputs, references, metric, repeats, money, objective, what="evaluation",
                      clock=clock, whole_split=False, numbers=numbers)

@@ -127,10 +127,7 @@ def _eval_front(study, fr: list, program, eval_m, mode: str, notes: list) -> lis
             figures[r.number] = cached
 
     def store(i: int, m) -> None:
-        cached = {"error": m} if isinstance(m, str) else {
-            "qos_loss": m.qos_loss, "speedup": m.speedup, "seconds": None if m.seconds != m.seconds else m.seconds,
-            "money": m.money, "ci": None if m.speedup_low is None else [m.speedup_low, m.speedup_high],
-            "loss_ci": m.loss_interval}
+        cached = {"error": m} if isinstance(m, str) else m.held_out_figures()
         study.set_user_attr(f"eval:{pending[i].number}", cached)
         figures[pending[i].number] = cached
 

@@ -112,10 +112,9 @@ def chosen_points(result: TuningResult, mode: str | None = None,
 
 
 def _verified(mode: str, i: int, p: FrontPoint, m) -> Verified:
-    return Verified(mode, i, p.knobs, m.qos_loss, m.speedup,
-                    None if m.speedup_low is None else [m.speedup_low, m.speedup_high],
-                    p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci, m.n,
-                    None if m.seconds != m.seconds else m.seconds, m.exact_seconds, m.money, m.loss_interval)
+    f = m.held_out_figures()
+    return Verified(mode, i, p.knobs, f["qos_loss"], f["speedup"], f["ci"], p.qos_loss_eval, p.speedup_eval,
+                    p.speedup_eval_ci, m.n, f["seconds"], m.exact_seconds, f["money"], f["loss_ci"])
 
 
 def measure_points(measurer: Measurer, program, points: list[tuple[str, int, FrontPoint]],

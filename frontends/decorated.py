@@ -13,6 +13,7 @@ import functools
 import inspect
 import json
 import threading
+import time
 import typing
 
 import numpy as np
@@ -22,7 +23,7 @@ from approx_dialect.diagnostics import ApproxError
 from approx_opt.driver import run_pipeline
 from approx_opt.parsing import parse_module
 from frontends.build import ModuleBuilder, emit_annotations
-from frontends.components.runtime import Reuse
+from frontends.components.runtime import OpTimes, Reuse
 from frontends.knob_config import Decorated, KnobConfig, KnobError
 from frontends.source import MISSING, FunctionSource
 from passes.knobs import KnobSpec, apply_config, knob_specs
@@ -86,6 +87,7 @@ class KnobFunction(Decorated):
         self._fast = None
         self._components: dict = {}  # the component registry of the lowered module (symbol -> provider)
         self.reuse = Reuse()  # results its configurations' untimed passes may reuse (`Reuse.keep`)
+        self.times = OpTimes()  # its component calls' time per label, while measuring (`profile`)
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
@@ -147,6 +149,30 @@ class KnobFunction(Decorated):
         if config:
             apply_config(parse_module(self._module()[0]), dict(config))
         return self._runner_for(dict(config or {}))
+
+    def profile(self, inputs: typing.Sequence, config: dict | None = None) -> dict[str, dict[str, float]]:
+        """Where the time goes: label -> {"share", "seconds", "calls"} of its component
+        calls over `inputs` (each an argument tuple, or the one argument), the rest of
+        the wall time under "(program)" (the Python between calls), with `config`'s
+        knobs (default: every knob 0, the exact program); after one untimed run of each
+        input (the first call of a model or kernel compiles it, and any input may be the
+        first to reach one: a tool only some inputs call)."""
+        from approx_opt.program import exact_config
+
+        run = self.build(dict(config) if config is not None else exact_config(self))
+        calls = [x if isinstance(x, tuple) else (x,) for x in inputs]
+        if not calls:
+            raise ApproxError("profile: no inputs", where=self.name)
+        for args in calls:
+            run(*args)
+        t0 = time.perf_counter()
+        with self.times.measuring() as times:
+            for args in calls:
+                run(*args)
+        total = time.perf_counter() - t0
+        seconds = {**times.seconds, "(program)": max(0.0, total - sum(times.seconds.values()))}
+        return {k: {"share": v / total if total > 0 else 0.0, "seconds": v, "calls": times.calls.get(k, len(calls))}
+                for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])}
 
     def ir(self, after: bool = False, config: dict | None = None, args: tuple | None = None,
            locations: bool = False) -> str:
@@ -328,7 +354,7 @@ class KnobFunction(Decorated):
             from frontends.components.runtime import ComponentRuntime
             from frontends.pygen import generate
 
-            runtime = ComponentRuntime(self._components, self.reuse) if self._components else None
+            runtime = ComponentRuntime(self._components, self.reuse, self.times) if self._components else None
             fn = generate(parse_module(lowered), env, self.python.__qualname__, runtime).fn(entry)
             contract = self.knob_config.safety_contract
             return _recovering(fn, contract.recover, self.name) if contract is not None else fn

@@ -67,6 +67,22 @@ def test_knob_zero_is_the_plain_program(parts):
     assert exact(QUESTION) == program.python(QUESTION) == f"{text} ({len(text.split())} words)"
 
 
+def test_profile_says_where_the_time_goes(parts):
+    """Each component's calls are timed under its label; skipped at knob 1, a
+    component is not called (its fallback is no call) and takes no time."""
+    _, _, program = parts
+    profile = program.profile([QUESTION, (QUESTION,)])
+    assert set(profile) == {"rewrite", "bm25", "answer", "count", "(program)"}
+    assert all(v["calls"] == 2 for v in profile.values())
+    assert abs(sum(v["share"] for v in profile.values()) - 1) < 1e-9
+    assert profile["answer"]["seconds"] > profile["count"]["seconds"]  # a model call, a word count
+    skipped = program.profile([QUESTION], {**{k.name: {"knob_val": 0} for k in program.knobs()},
+                                           "answer.skip": {"knob_val": 1}})
+    assert "answer" not in skipped and "answer (skipped)" in skipped and "count" in skipped
+    with pytest.raises(ApproxError, match="no inputs"):
+        program.profile([])
+
+
 def test_the_knobs_are_listed_from_the_ir(parts):
     _, _, program = parts
     names = [k["name"] for k in json.loads(list_knobs(program.ir(), "pipeline"))]

@@ -28,6 +28,8 @@ NOT_RUN = {
     "make test": "runs this test suite, this file included",
     "python -m frontends.components.llm.serve --model smol=smollm2 --port 8000 &":
         "a model server left running; tests/test_own_pipeline.py starts one and runs the program",
+    "approx-tune profile examples.own_pipeline:pipeline --inputs examples.own_pipeline:make_inputs -n 4":
+        "needs the model server above; tests/test_own_pipeline.py runs it",
     "approx-tune run examples.own_pipeline:pipeline --inputs examples.own_pipeline:make_inputs --metric containment "
     "--mode static --trials 6 --repeats 1 --eval-ratio 2 --budget 0.2 --out reports/own":
         "needs the model server above (about 30 s with it)",

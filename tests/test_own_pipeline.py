@@ -44,3 +44,18 @@ def test_each_prompt_call_records_its_time(example):
     (question,), = example.make_inputs(1)[0]
     rewritten = example.rewrite(question)
     assert rewritten.model == "smol" and rewritten.seconds > 0 and rewritten.query == rewritten.text
+
+
+def test_profile_shows_where_the_time_goes(example, capsys):
+    """`approx-tune profile` as a user runs it: one row per component, the served
+    model's calls first (they take the time), and a bad -n is one line."""
+    from autotuner.cli import main
+
+    spec = ["examples.own_pipeline:pipeline", "--inputs", "examples.own_pipeline:make_inputs"]
+    assert main(["profile", *spec, "-n", str(QUESTIONS)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line for line in out[2:]}
+    assert set(rows) == {"rewrite", "search", "answer", "tidy", "(program)"}
+    assert out[2].split()[0] in ("rewrite", "answer")
+    assert main(["profile", *spec, "-n", "0"]) == 1
+    assert "-n must be >= 1" in capsys.readouterr().err

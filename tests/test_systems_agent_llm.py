@@ -88,10 +88,16 @@ def test_condense_decides_per_output_length(system):
     assert run(bm25.question) == system.exact()(bm25.question)  # the paragraph is summarised
 
 
-def test_tool_shares_are_fractions_of_the_agents_time(system):
-    shares = system.tool_shares()
-    assert set(shares) == set(agent_tools.TOOLS)
-    assert all(0 < v for v in shares.values()) and sum(shares.values()) < 1
+def test_profile_says_where_the_time_goes(system):
+    """One question of each kind: every component is called, the LLM calls take most
+    of the time, the shares add up to the whole; the kernels' knobs are negligible."""
+    questions = [it.question for it in agent_data.items("tune", len(agent_data.KINDS))]
+    profile = system.profile(questions)
+    assert set(profile) == {"triage", "summary", "qa", "(program)", *agent_tools.TOOLS}
+    assert profile["triage"]["calls"] == len(questions) and profile["pagerank"]["calls"] == 1
+    assert abs(sum(v["share"] for v in profile.values()) - 1) < 1e-9
+    assert profile["summary"]["share"] + profile["qa"]["share"] > 0.5
+    assert set(system.negligible_knobs([])) == {f"{t}.tool" for t in agent_tools.TOOLS}
 
 
 def test_tuner_runs_it_on_one_question(system, tmp_path):

@@ -38,7 +38,6 @@ configurations, agent_tools.level_config)."""
 from __future__ import annotations
 
 import functools
-import time
 
 from examples.systems.agent_tools import TOOLS, tools
 from examples.systems.common import MODELS, device, one_thread, reuse_answers, smollm
@@ -150,36 +149,14 @@ class AgentSystem(SystemProgram):
 
     screen_first = ("summary.", "qa.", "triage.")  # the LLM calls: where the agent's time goes
 
-    def tool_shares(self) -> dict[str, float]:
-        """Share of the exact agent's wall time spent in each tool's exact kernel, on
-        one tuning question of each kind (round-robin: `agent_data.items`), each tool
-        run on each question as the agent would run it (a tool the question does not
-        name returns at once); kernels compiled and the LLMs warmed up first."""
+    def negligible_knobs(self, questions, share: float = 0.02) -> dict[str, float]:
+        """`SystemProgram.negligible_knobs` on one tuning question of each kind
+        (round-robin: `agent_data.items`), not on `questions`: the tuning ones may miss a
+        tool. The kernels take milliseconds where each LLM call takes a tenth of a second
+        to a second: the search then spends its few trials on the LLM calls."""
         from examples.systems.agent_data import KINDS, items
 
-        questions = [it.question for it in items("tune", len(KINDS))]
-        run, exact = self.exact(), {name: levels[0] for name, levels in tools().items()}
-        run(questions[0])
-        spent = dict.fromkeys(exact, 0.0)
-        total = 0.0
-        for q in questions:
-            for tool in exact.values():
-                tool(q)
-            for name, tool in exact.items():
-                t0 = time.perf_counter()
-                tool(q)
-                spent[name] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            run(q)
-            total += time.perf_counter() - t0
-        return {name: v / total for name, v in spent.items()}
-
-    def negligible_knobs(self, questions, share: float = 0.02) -> dict[str, float]:
-        """The tool knobs of kernels taking less than `share` of the exact agent's time
-        (`tool_shares`; `questions` are not used: the tuning ones may miss a tool), with
-        the measured share: the search then spends its few trials on the LLM calls."""
-        shares = self.tool_shares()
-        return {f"{name}.tool": v for name, v in shares.items() if v < share}
+        return super().negligible_knobs([it.question for it in items("tune", len(KINDS))], share)
 
     def states(self, questions) -> list[int]:
         """The condense decision's state (`output_words`) of each question that reaches

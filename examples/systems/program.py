@@ -80,6 +80,20 @@ class SystemProgram:
         """The program's IR: annotated, or after the pipeline with `config`."""
         return self.program.ir(after=after, config=config)
 
+    def profile(self, questions: Sequence, config: dict | None = None) -> dict[str, dict[str, float]]:
+        """Where the time of the exact program (or `config`) goes on `questions`: per
+        component label, its share, seconds and calls (`KnobFunction.profile`)."""
+        return self.program.profile(list(questions), config)
+
+    def negligible_knobs(self, questions: Sequence, share: float = 0.02) -> dict[str, float]:
+        """The knobs of components (`<label>.<knob>`) whose calls took less than `share`
+        of the exact program's time on `questions` (approximating them could give at
+        most 1 / (1 - share)), with the measured share; a component not called on
+        them is not among them (nothing measured)."""
+        shares = {label: v["share"] for label, v in self.profile(questions).items()}
+        return {s.name: shares[s.name.split(".")[0]] for s in self.knobs()
+                if "." in s.name and shares.get(s.name.split(".")[0], share) < share}
+
     def reuse_counts(self) -> dict[str, int]:
         """{'reused': untimed calls answered from kept results, 'run': calls run and kept}."""
         return self.program.reuse.counts()

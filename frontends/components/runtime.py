@@ -36,10 +36,15 @@ operands, in any configuration (the exact program's answer where an approximate
 one escalates to the same call, a variant that decides exact on a question, the
 slice of a staged evaluation). Timed passes never read these results: they run
 every call.
+
+Time per label (`OpTimes`, held by each decorated program as `times`): while it
+is measuring, each call's wall time is added to its op's label (`component`), so
+`KnobFunction.profile` says where a program's time goes.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -110,13 +115,38 @@ class Reuse:
         return {"reused": self.hits, "run": self.calls}
 
 
+class OpTimes:
+    """Wall time of one program's component calls per label (`component`), while
+    `measuring`: where a program's time goes (`KnobFunction.profile`)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self.active = False
+
+    @contextmanager
+    def measuring(self) -> Iterator[OpTimes]:
+        """Within: every component call's wall time is added to its label's (from zero)."""
+        self.seconds, self.calls, self.active = {}, {}, True
+        try:
+            yield self
+        finally:
+            self.active = False
+
+    def add(self, label: str, seconds: float) -> None:
+        self.seconds[label] = self.seconds.get(label, 0.0) + seconds
+        self.calls[label] = self.calls.get(label, 0) + 1
+
+
 class ComponentRuntime:
     """The registry of one program's providers (a configuration's), its result
-    caches, and the program's `reuse` table (none: nothing is reused)."""
+    caches, the program's `reuse` table (none: nothing is reused) and its `times`
+    (each call timed under its label while they are measuring)."""
 
-    def __init__(self, registry: dict[str, Any], reuse: Reuse | None = None):
+    def __init__(self, registry: dict[str, Any], reuse: Reuse | None = None, times: OpTimes | None = None):
         self.registry = dict(registry)
         self.reuse = reuse if reuse is not None else Reuse()
+        self.times = times if times is not None else OpTimes()
         self._caches: dict[tuple, OrderedDict] = {}
 
     def provider(self, name: str, op: str):
@@ -128,6 +158,15 @@ class ComponentRuntime:
                               where="<components>") from None
 
     def run(self, op: str, settings: Settings, *args):
+        if self.times.active:
+            t0 = time.perf_counter()
+            try:
+                return self._call(op, settings, args)
+            finally:
+                self.times.add(settings.label or op, time.perf_counter() - t0)
+        return self._call(op, settings, args)
+
+    def _call(self, op: str, settings: Settings, args: tuple):
         if self.reuse.providers:
             providers = tuple(id(self.registry[v]) for v in settings.providers() if v in self.registry)
             if providers and all(p in self.reuse.providers for p in providers):

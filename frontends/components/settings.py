@@ -13,7 +13,7 @@ provider does not support is refused where the program is declared
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr
@@ -32,14 +32,17 @@ class Settings:
     PROVIDER: ClassVar[str] = ""  # the attribute naming the op's provider
     PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset()  # applied by the provider, if it supports them
     cache: int | None = None
+    label: str = field(default="", compare=False)  # the op's `component` label: where its time is counted
 
     @classmethod
     def from_properties(cls, properties: dict[str, Attribute]) -> Settings:
-        """The settings of an op's attributes (its label, `component`, is not one)."""
-        names = {f.name for f in fields(cls)}
+        """The settings of an op's attributes; its label (`component`) names it but is
+        not a setting (two ops alike but for their labels have equal settings)."""
+        names = {f.name for f in fields(cls)} - {"label"}
         values: dict[str, Any] = {}
         for k, v in properties.items():
             if k == "component":
+                values["label"] = _value(k, v)
                 continue
             if k not in names:
                 raise ApproxError(f"{cls.OP} has no setting '{k}'", where="<components>")
@@ -178,8 +181,10 @@ class FallbackSettings(Settings):
         from approx_dialect.pyobj import const_value
 
         value = properties.get("value")
+        label = f"{_value('component', properties['component'])} (skipped)" if "component" in properties else ""
         return cls(of=_value("of", properties["of"]), value=None if value is None else const_value(value),
-                   has_value=value is not None, outputs=_value("outputs", properties.get("outputs", ArrayAttr([]))))
+                   has_value=value is not None, outputs=_value("outputs", properties.get("outputs", ArrayAttr([]))),
+                   label=label)
 
     def providers(self) -> tuple[str, ...]:
         return ()
