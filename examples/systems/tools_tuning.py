@@ -90,7 +90,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
         f"QoS: BFCL's AST check; tuning on {len(tune_items)} items the exact agent gets right (found among {tried} "
         "tried: a loss is a call lost, never offset by one gained)" if tried else
         "QoS: BFCL's AST check, on the tuning items and on the held-out items")
-    record_how_to_verify(result, f"{module}:program", "examples.systems.tools_agent:ast_match",
+    record_how_to_verify(result, f"{module}:program", "examples.systems.tools_data:ast_match",
                          {"inputs": "examples.systems.tools_agent:held_out",
                           "kwargs": {"n_tune": n_tune, "seed": seed, "eval_ratio": eval_ratio}})
     if ablate_levels:
