@@ -91,8 +91,8 @@ class SystemProgram:
         most 1 / (1 - share)), with the measured share; a component not called on
         them is not among them (nothing measured)."""
         shares = {label: v["share"] for label, v in self.profile(questions).items()}
-        return {s.name: shares[s.name.split(".")[0]] for s in self.knobs()
-                if "." in s.name and shares.get(s.name.split(".")[0], share) < share}
+        labelled = {s.name: s.name.split(".")[0] for s in self.knobs() if "." in s.name}
+        return {name: shares[label] for name, label in labelled.items() if shares.get(label, share) < share}
 
     def reuse_counts(self) -> dict[str, int]:
         """{'reused': untimed calls answered from kept results, 'run': calls run and kept}."""

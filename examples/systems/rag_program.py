@@ -176,7 +176,7 @@ class RagSystem(SystemProgram):
     of a retrieval's hits) and the knobs acting on each retrieval stage alone
     (`stage_knobs`)."""
 
-    screen_first = ("answer.",)  # the answer op: over 98 % of an LLM system's exact time (`profile`)
+    screen_first = ("answer.",)  # the answer op: over 98 % of an LLM system's exact time (`stage_shares`)
 
     def __init__(self, name: str, program, corpus: Sequence[str], search, state: Callable,
                  stage_knobs: dict[str, Sequence[str]] | None = None, model: str = "", reuse: Sequence = ()):
@@ -185,7 +185,7 @@ class RagSystem(SystemProgram):
         self.corpus = tuple(corpus)
         self.stage_knobs = {k: tuple(v) for k, v in (stage_knobs or {}).items()}
 
-    def profile(self, questions: Sequence[str], seconds: float = 5.0) -> dict[str, float]:
+    def stage_shares(self, questions: Sequence[str], seconds: float = 5.0) -> dict[str, float]:
         """Share of the exact program's time in each retrieval stage: `prepare`
         (preprocessing / query embedding) and `run` (the scoring kernel), thread CPU time,
         over `questions` or the first of them whose exact runs take `seconds` (a costly
@@ -212,7 +212,7 @@ class RagSystem(SystemProgram):
         """Knobs of retrieval stages taking less than `share` of the exact program's time
         (removing such a stage entirely would give at most 1 / (1 - share)), with the
         stage's measured share; the top-k knob is not among them (it changes what is read)."""
-        shares = self.profile(questions)
+        shares = self.stage_shares(questions)
         return {k: shares[stage] for stage, knobs in self.stage_knobs.items() if shares[stage] < share for k in knobs}
 
     def states(self, questions: Sequence[str]) -> list[int]:
