@@ -263,6 +263,25 @@ def test_dynamic_seeds_switch_at_tertiles_and_median_on_either_side(bm25):
         {(0, 1, 1), (0, 0, 1), (1, 0, 0)}
 
 
+def test_dynamic_seeds_switch_between_groups_of_states(bm25):
+    """States in groups (the agent's one-sentence kernel results and retrieved
+    paragraphs) add seeds that switch between the groups, on either side; evenly
+    spread states add none."""
+    from autotuner.space import SearchSpace
+    from examples.systems.dynamic_search import dynamic_seeds, widest_gaps
+
+    assert widest_gaps(list(range(100)), 1) == [] and widest_gaps([5, 5], 1) == []
+    grouped = [11] * 5 + [12] * 5 + [14] * 5 + [80, 90, 100, 150]
+    assert widest_gaps(grouped, 1) == [47]
+    assert widest_gaps(grouped, 2) == [47, 125]
+    space = SearchSpace.from_program(bm25, "dynamic")
+    plain = {s.name: {"knob_val": 0} for s in bm25.knobs() if s.kind != "ladder"}
+    seeds = [c["read"] for c in dynamic_seeds(space, [{**plain, "read": {"knob_val": 2}}], grouped)]
+    assert {"thresholds": [47, 125], "decisions": [2, 0, 0]} in seeds
+    assert {"thresholds": [47, 125], "decisions": [0, 0, 2]} in seeds
+    assert len(dynamic_seeds(space, [{**plain, "read": {"knob_val": 2}}], list(range(100)))) == 4
+
+
 @pytest.mark.slow  # two spawned workers build the system
 def test_kept_tuning_questions_found_on_workers_are_the_same():
     from examples.systems.common import METRIC, question_sets

@@ -14,9 +14,10 @@ def dynamic_seeds(space, static_configs: list[dict], states: list[int]) -> list[
     RAG system: retrieval is surer): [0, k, k] and [0, 0, k] with thresholds at the
     tertiles of the tuning questions' states, [0, 0, k] switching at the median; then
     only where it is low, [k, 0, 0] switching at the median (which side pays is the
-    program's: the agent's short tool outputs may need no summary). Least approximate
-    configurations first (the tight QoS levels need them; `limit` in `seed_dynamic` may
-    cut the list). (The static front itself joins the dynamic front in
+    program's: the agent's short tool outputs may need no summary); where the states
+    fall into groups, [k, 0, 0] and [0, 0, k] switching between them (`widest_gaps`).
+    Least approximate configurations first (the tight QoS levels need them; `limit` in
+    `seed_dynamic` may cut the list). (The static front itself joins the dynamic front in
     `merge_static_front`, measured once.)"""
     ladders = [d for d in space.dims if d.dynamic and d.fixed is None]
     out = []
@@ -39,10 +40,29 @@ def dynamic_seeds(space, static_configs: list[dict], states: list[int]) -> list[
             tertiles = [quantile((i + 1) / (n + 1)) for i in range(n)]
             median = [quantile((i + 1) / (2 * n)) for i in range(n)]  # the last one at the median
             above = [quantile((n + i) / (2 * n)) for i in range(n)]  # the first one at the median
-            for ts, decisions in ((tertiles, [0] + [k] * n), (tertiles, [0] * n + [k]), (median, [0] * n + [k]),
-                                  (above, [k] + [0] * n)):
+            cuts = [(tertiles, [0] + [k] * n), (tertiles, [0] * n + [k]), (median, [0] * n + [k]),
+                    (above, [k] + [0] * n)]
+            gaps = widest_gaps(qs, n)
+            if gaps:  # the states fall into groups (the agent: one-sentence kernel results, retrieved paragraphs)
+                cuts += [(gaps, [k] + [0] * n), (gaps, [0] * n + [k])]
+            for ts, decisions in cuts:
                 out.append({**uniform, d.name: ladder(d, ts, decisions)})
     return out
+
+
+def widest_gaps(states: list[int], n: int) -> list[int]:
+    """n thresholds between groups of `states` (sorted): the midpoints of the n widest
+    gaps between consecutive distinct states, where each is at least twice the median
+    gap; [] where the states have no such groups (evenly spread, or too few)."""
+    distinct = sorted(set(states))
+    widths = [(b - a, a, b) for a, b in zip(distinct, distinct[1:])]
+    if len(widths) < n:
+        return []
+    median = sorted(w for w, _, _ in widths)[len(widths) // 2]
+    widest = sorted(widths, reverse=True)[:n]
+    if widest[-1][0] < 2 * median:
+        return []
+    return sorted((a + b + 1) // 2 for _, a, b in widest)
 
 
 def merge_static_front(result, program) -> None:

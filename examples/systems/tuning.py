@@ -299,6 +299,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
             raise ApproxError(f"the exact program answers none of {tried} tuning questions right: nothing to "
                               "tune against (try --llm-tuning-qos agreement)", where="examples.systems")
     tune_ref = None if tuning_qos == "agreement" else tune_a
+    # the dynamic seeds' thresholds split the states of questions as they come, not only of those kept
+    state_q = cand_q[:len(tune_q)] if tried else tune_q
     negligible = fixed_knobs(program, tune_q[:8], out / "fixed.json")
     fix = {k: 0 for k in negligible}
     narrow = {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
@@ -313,7 +315,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         enqueue(storage, f"{name}/static", space, space.screening(first=program.screen_first))
     done = search_static_then_dynamic(
         program, tune_q, tune_ref, name=name, trials=trials, seconds=seconds, spec=SYSTEMS.get(name), jobs=jobs,
-        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, narrow, fix, program.states(tune_q),
+        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, narrow, fix, program.states(state_q),
                                           limit=max(2, trials // 2)),  # at most half the trials
         **common)
     result = tune(program, tune_q, tune_ref, mode="both", n_trials=max(1, min(done.values())), evaluate=evaluate,
