@@ -100,6 +100,8 @@ class Objective:
             trial.set_user_attr("seconds", m.seconds)
         if m.money is not None:
             trial.set_user_attr("money", m.money)
+        if getattr(m, "modelled", False):  # its speedup is the cost model's until the front is timed
+            trial.set_user_attr("modelled", True)
         if m.speedup_low is not None:
             trial.set_user_attr("speedup_low", m.speedup_low)
             trial.set_user_attr("speedup_high", m.speedup_high)

@@ -22,6 +22,7 @@ from autotuner._pareto import hypervolume_curve, pareto_indices
 from autotuner.storage import open_storage
 
 CONSTRAINT = "qos_loss_over_budget"
+TIMED = "timed:"  # study attr prefix: a modelled trial's paired timing, by trial number
 REUSED = "reused_from"  # user attr of a trial copied from another study (`autotuner.warm_start`)
 
 
@@ -52,13 +53,22 @@ def interrupted(t: FrozenTrial) -> bool:
 
 
 def records(study: optuna.Study, trials: list[FrozenTrial] | None = None) -> list[Record]:
+    """The finished trials; a trial whose speedup was modelled and later timed paired
+    (`TIMED` study attrs) has the timed speedup, the modelled one in `speedup_modelled`."""
     out = []
     trials = study.get_trials(deepcopy=False) if trials is None else trials
+    timed = {k[len(TIMED):]: v for k, v in study.user_attrs.items() if k.startswith(TIMED)}
     for t in (t for t in trials if t.state == TrialState.COMPLETE):
         if "config" not in t.user_attrs:
             continue
-        out.append(Record(t.number, t.user_attrs["config"], float(t.values[0]), float(t.values[1]),
-                          bool(t.user_attrs.get("pruned")), "duplicate_of" in t.user_attrs, dict(t.user_attrs)))
+        r = Record(t.number, t.user_attrs["config"], float(t.values[0]), float(t.values[1]),
+                   bool(t.user_attrs.get("pruned")), "duplicate_of" in t.user_attrs, dict(t.user_attrs))
+        figures = timed.get(str(t.number))
+        if figures is not None:
+            r.attrs.update({k: v for k, v in figures.items() if k != "speedup"}, timed=True,
+                           speedup_modelled=r.speedup)
+            r.speedup = float(figures["speedup"])
+        out.append(r)
     return out
 
 

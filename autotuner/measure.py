@@ -21,6 +21,12 @@ deterministic components; timed passes run outside it). While
 tuning (`timing_seconds`, `TUNING_TIMING_SECONDS`), a costly pass is timed on
 evenly spread inputs whose exact run lasts about 2 s (QoS on all of them); the
 held-out evaluation times every input.
+`timing="model"` (a program that keeps its component calls' outputs, `Reuse`): no
+configuration is timed while it is measured; its untimed pass reads the calls kept
+from earlier passes, and its time is modelled: the pass's own time with each kept
+call counted at the seconds it took when it ran (`Reuse.costed`), so only the calls
+that changed run, and the exact program's time is modelled the same way. The few
+configurations that could reach the front are then timed paired (`timed_figures`).
 `clock="wall"` times wall-clock seconds (what a user waits: right for programs
 that wait on servers or run threads); `clock="cpu"` the calling thread's CPU
 seconds, which a busy shared machine barely disturbs (right for in-process JIT
@@ -55,6 +61,7 @@ TIMING = ("paired: exact and approximate timed side by side, block by block (a b
           "spread tuning inputs whose exact run lasts >= 2 s (all of them when a pass is shorter; QoS on all); "
           "the held-out evaluation times every held-out input")
 CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+TIMINGS = ("paired", "model")
 
 
 def as_args(x: Any) -> tuple:
@@ -111,6 +118,7 @@ class Measurement:
     exact_seconds: float | None = None  # one exact pass, timed alongside
     loss_low: float | None = None  # 95 % bootstrap interval of the QoS loss over the inputs
     loss_high: float | None = None
+    modelled: bool = False  # the speedup is the cost model's (kept calls' seconds), not a paired timing
 
     @property
     def loss_interval(self) -> list[float] | None:
@@ -138,6 +146,7 @@ class Figures:
     scores: np.ndarray
     money: float | None
     timing: PairedTiming | None
+    modelled: tuple[float, float] | None = None  # (exact, approximate) modelled seconds, where not timed
 
 
 def qos_of(exact_scores: np.ndarray, scores: np.ndarray, with_references: bool) -> tuple[float, float, float]:
@@ -160,6 +169,10 @@ def summarise(figures: Figures, exact_scores: np.ndarray, with_references: bool,
     scores, n = figures.scores, len(figures.scores)
     loss, quality, se = qos_of(exact_scores, scores, with_references)
     loss_low, loss_high = bootstrap_loss(exact_scores, scores, with_references)
+    if objective != "money" and figures.timing is None and figures.modelled is not None:
+        exact_s, approx_s = figures.modelled
+        return Measurement(loss, ratio(exact_s, approx_s), approx_s, quality, n, se, figures.money,
+                           exact_seconds=exact_s, loss_low=loss_low, loss_high=loss_high, modelled=True)
     if objective == "money" or figures.timing is None:
         return Measurement(loss, ratio(exact_money or 0.0, figures.money or 0.0), float("nan"), quality, n, se,
                            figures.money, loss_low=loss_low, loss_high=loss_high)
@@ -183,12 +196,16 @@ class Measurer:
                  repeats: int = 5, money: Callable | None = None, objective: str = "time",
                  exact_config: dict | None = None, what: str = "tuning", clock: str = "wall",
                  timing_seconds: float | None = None, whole_split: bool = True,
-                 numbers: Sequence[int] | None = None):
+                 numbers: Sequence[int] | None = None, timing: str = "paired"):
         """`whole_split=False`: the inputs are a shard of a split (`autotuner.sharded`),
         whose exact QoS is checked on the whole split, not here; `numbers`: each input's
-        number in that split, which an error names (default: its position here)."""
+        number in that split, which an error names (default: its position here);
+        `timing`: "paired" or "model" (see the module docstring)."""
         if clock not in CLOCKS:
             raise ApproxError(f"clock must be 'wall' or 'cpu', got {clock!r}", where=WHERE)
+        if timing not in TIMINGS:
+            raise ApproxError(f"timing must be one of {', '.join(TIMINGS)}, got {timing!r}", where=WHERE)
+        self.timing = timing
         self.clock, self._now = clock, CLOCKS[clock]
         self.timing_seconds = timing_seconds  # time a slice whose exact run lasts this long (None: all)
         if repeats < 1:
@@ -212,7 +229,12 @@ class Measurer:
         except ApproxError as err:
             raise ApproxError(f"cannot build the exact program: {err.message}", where=err.where) from None
         self._input_seconds: list[float] = []  # exact time per input (warm-up run): sizes the timed blocks
-        self.exact_outputs = self._run(fn, self.inputs, exact=True)
+        self._modelled: list[float] = []  # the last untimed pass's modelled seconds per input
+        if timing == "model":  # the exact outputs kept by an earlier run are read, their time modelled
+            with self._untimed() as kept:
+                self.exact_outputs = self._run(fn, self.inputs, exact=True, kept=kept)
+        else:
+            self.exact_outputs = self._run(fn, self.inputs, exact=True)
         refs = self.references if self.references is not None else self.exact_outputs
         self.exact_scores = self.metric.scores(self.exact_outputs, refs)
         if whole_split:
@@ -228,14 +250,30 @@ class Measurer:
 
     # ------------------------------------------------------------ running
 
-    def _run(self, fn, inputs, exact: bool = False) -> list:
+    def _untimed(self):
+        """The program's untimed context (`untimed()`: e.g. reading kept component outputs), if any."""
+        untimed = getattr(self.program, "untimed", None)
+        return untimed() if callable(untimed) else contextlib.nullcontext()
+
+    def _run(self, fn, inputs, exact: bool = False, kept=None) -> list:
+        """Outputs of `fn` on `inputs`; with `kept` (the untimed context's `Reuse`) each
+        input's modelled seconds go to `_modelled` (see the module docstring)."""
         outs, now = [], self._now
+        side = "cpu" if self.clock == "cpu" else "wall"
+        kept = kept if hasattr(kept, "costed") else None
+        self._modelled = []
         for i, args in enumerate(inputs):
             try:
+                if kept is not None:
+                    costed, spent = kept.costed[side], kept.spent[side]
                 t0 = now()
                 outs.append(fn(*args))
+                seconds = now() - t0
+                if kept is not None:
+                    seconds += (kept.costed[side] - costed) - (kept.spent[side] - spent)
+                self._modelled.append(seconds)
                 if exact:
-                    self._input_seconds.append(now() - t0)
+                    self._input_seconds.append(seconds)
             except Exception as err:
                 label = "the exact program fails" if exact else "the program fails"
                 msg = (f"{err.where + ': ' if err.where else ''}{err.message}" if isinstance(err, ApproxError)
@@ -342,14 +380,24 @@ class Measurer:
         `config`) on the first n inputs of the split (all by default)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         inputs = self.inputs[:n]
-        untimed = getattr(self.program, "untimed", None)
-        with untimed() if callable(untimed) else contextlib.nullcontext():
-            outputs = self._run(fn, inputs)  # the warm-up pass
+        with self._untimed() as kept:
+            outputs = self._run(fn, inputs, kept=kept if self.timing == "model" else None)  # the warm-up pass
         refs = (self.references if self.references is not None else self.exact_outputs)[:n]
         scores = self.metric.scores(outputs, refs)
         money = self._money(config, inputs, outputs)
-        timing = None if self.objective == "money" else self.paired(fn, n, repeats)
-        return Figures(scores, money, timing)
+        if self.objective == "money":
+            return Figures(scores, money, None)
+        if self.timing == "model":
+            return Figures(scores, money, None, (float(sum(self._input_seconds[:n])), float(sum(self._modelled))))
+        return Figures(scores, money, self.paired(fn, n, repeats))
+
+    def timed_figures(self, fn, n: int | None = None, repeats: int | None = None) -> dict:
+        """The paired timing of `fn` beside the exact program (as `measure` times it in
+        "paired" timing), for a configuration whose QoS was measured already."""
+        t = self.paired(fn, n, repeats)
+        low, high = t.interval()
+        return {"speedup": t.speedup, "speedup_low": low, "speedup_high": high, "seconds": t.approx_seconds,
+                "exact_seconds": t.exact_seconds}
 
     def measure(self, fn, config: dict, n: int | None = None, repeats: int | None = None) -> Measurement:
         """QoS loss and speedup of `fn` (the program built for `config`) on the first

@@ -39,12 +39,12 @@ from optuna.trial import TrialState
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
 from autotuner import warm_start as reuse
-from autotuner._records import counts, front, hypervolume_of_study, records
+from autotuner._records import TIMED, counts, front, hypervolume_of_study, records
 from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS, TrialSeeded
 from autotuner._seeding import enqueue_seeds, requeue_interrupted
 from autotuner.explain import importances, is_exact
 from autotuner.loading import as_program
-from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
+from autotuner.measure import TIMING, TIMINGS, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.metrics import get_metric
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult
 from autotuner.sharded import ShardedEvaluation
@@ -58,9 +58,43 @@ log = logging.getLogger(__name__)
 
 
 def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
-    return {"mode": mode, "budget": job.budget, "metric": metric_name, "seed": job.seed, "sampler": job.sampler,
-            "objective": job.objective, "clock": job.clock, "n_tune": len(job.inputs), "n_eval": n_eval,
-            "space": job.space.describe()}
+    settings = {"mode": mode, "budget": job.budget, "metric": metric_name, "seed": job.seed, "sampler": job.sampler,
+                "objective": job.objective, "clock": job.clock, "n_tune": len(job.inputs), "n_eval": n_eval,
+                "space": job.space.describe()}
+    if job.timing != "paired":  # studies of paired timing keep the settings they were started with
+        settings["timing"] = job.timing
+    return settings
+
+
+MAX_TIMING_ROUNDS = 5  # front timing: rounds of timing the untimed points of the front
+
+
+def _time_front(study, timer: Measurer, program, budget: float, say=None) -> int:
+    """Time the front's points paired (their speedups were modelled), as the figures
+    they are ranked by from then on (`TIMED` study attrs, kept across a resume); a
+    point timed slower than modelled may leave the front and uncover another, so
+    this goes on until the front is timed. Returns the number of points timed."""
+    from autotuner.workers import build
+
+    timed = 0
+    for _ in range(MAX_TIMING_ROUNDS):
+        todo = [r for r in front(records(study), budget) if not r.attrs.get("timed")]
+        if not todo:
+            break
+        for r in todo:
+            if all(is_exact(v) for v in r.config.values()):  # the exact program: not timed against itself
+                figures = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0,
+                           "seconds": timer.exact_seconds(), "exact_seconds": timer.exact_seconds()}
+            else:
+                try:
+                    figures = timer.timed_figures(build(program, r.config))
+                except ApproxError as err:  # it ran untimed: a failure now is the machine's, not the point's
+                    figures = {"speedup": 0.0, "error": err.line()}
+                timed += 1
+                if say:
+                    say(f"timed front point {r.number}: {figures['speedup']:.2f}x (modelled {r.speedup:.2f}x)")
+            study.set_user_attr(f"{TIMED}{r.number}", figures)
+    return timed
 
 
 def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> optuna.Study:
@@ -165,6 +199,13 @@ def transformed_ir(program, config: dict) -> str | None:
     return None
 
 
+def _keep_outputs(program, out: Path) -> str | None:
+    """The file where `program` keeps its components' outputs (None: it keeps none)."""
+    keep = getattr(program, "keep_outputs", None)
+    path = out / "kept_outputs.db"
+    return str(path) if callable(keep) and keep(path) else None
+
+
 def _make_folder(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -243,7 +284,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
          stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
          money: Callable | None = None, objective: str = "time", clock: str = "auto", evaluate: bool = True,
          progress: bool = False, warm_start: str | None = None, patience: int | None = None,
-         timeout: float | None = None, eval_jobs: int | None = None) -> TuningResult:
+         timeout: float | None = None, eval_jobs: int | None = None, timing: str = "auto") -> TuningResult:
     """Search the accuracy/performance Pareto front of `program` on `inputs`.
 
     `program`: a Program, a decorated function or a spec (`file.mlir:entry`);
@@ -257,7 +298,12 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     mode's search (checked between trials; finished trials are kept, and the same call
     again resumes). `eval_jobs` (default `jobs`): worker processes that share the
     held-out inputs (`autotuner.sharded`). Worker processes rebuild the program from
-    its spec: `program` given as one, or a program's `spec` attribute.
+    its spec: `program` given as one, or a program's `spec` attribute. A program that
+    keeps its deterministic components' outputs (`keep_outputs(path)`) keeps them in
+    `kept_outputs.db` of the output folder, read by every later pass, worker and study;
+    `timing="auto"` then measures configurations by their QoS pass alone with their time
+    modelled from the kept calls, and times the front paired ("model"); "paired" times
+    every configuration beside the exact program.
     See the module docstrings of `autotuner.measure` and `autotuner._objective`."""
     _check(budget, n_trials, jobs, mode, stage_fraction)
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
@@ -282,6 +328,11 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                                                             eval_inputs, eval_references)
     out = Path(out_dir) if out_dir is not None else Path("approx-tune") / _safe_name(program.name)
     _make_folder(out)
+    kept = _keep_outputs(program, out)
+    if timing == "auto":
+        timing = "model" if kept is not None and objective == "time" else "paired"
+    elif timing not in TIMINGS:
+        raise ApproxError(f"timing must be 'auto' or one of {', '.join(TIMINGS)}, got {timing!r}", where=WHERE)
     if storage is None:
         storage = f"sqlite:///{(out / 'study.db').resolve()}"
     base = study_name or _safe_name(program.name)
@@ -290,7 +341,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         clock = "cpu" if in_thread else "wall"
     # this process measures trials only with one job (worker processes have their own)
     tune_m = Measurer(program, tune_in, tune_ref, metric, repeats, money, objective, clock=clock,
-                      timing_seconds=TUNING_TIMING_SECONDS) if jobs == 1 else None
+                      timing_seconds=TUNING_TIMING_SECONDS, timing=timing) if jobs == 1 else None
     n_slice = math.ceil(stage_fraction * len(tune_in))
     slice_n = n_slice if stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
     studies, names, total_seconds = {}, {}, 0.0
@@ -298,7 +349,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         for m, space in spaces.items():
             job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage,
                       f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock, warm_start,
-                      patience)
+                      patience, timing=timing, kept=kept)
             if timeout is not None:
                 job.deadline = time.time() + timeout
             study = _prepare_study(job, _settings(job, m, len(eval_in), get_metric(metric).name),
@@ -306,6 +357,11 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
             t0 = time.perf_counter()
             try:
                 run_workers(job, jobs, study, m, progress, tune_m)
+                if timing == "model":
+                    tune_m = tune_m or Measurer(program, tune_in, tune_ref, metric, repeats, money, objective,
+                                                clock=clock, timing_seconds=TUNING_TIMING_SECONDS, timing=timing)
+                    say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
+                    _time_front(study, tune_m, program, float(budget), say)
             finally:
                 study.set_user_attr("tuning_seconds",
                                     study.user_attrs.get("tuning_seconds", 0.0) + time.perf_counter() - t0)

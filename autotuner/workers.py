@@ -61,11 +61,13 @@ class Job:
     warm_start: str | None = None  # an earlier study whose measurements a new study reuses
     patience: int | None = None  # stop when the front's hypervolume has not grown for this many evaluations
     deadline: float | None = None  # stop starting trials at this `time.time()` (the mode's timeout)
+    timing: str = "paired"  # or "model": QoS passes only, time modelled from kept calls (`autotuner.measure`)
+    kept: str | None = None  # the file of the program's kept component outputs (`Program.keep_outputs`)
 
 
 def _measurer(job: Job) -> Measurer:
     return Measurer(job.program, job.inputs, job.references, job.metric, job.repeats, job.money, job.objective,
-                    clock=job.clock, timing_seconds=TUNING_TIMING_SECONDS)
+                    clock=job.clock, timing_seconds=TUNING_TIMING_SECONDS, timing=job.timing)
 
 
 _BUILT: OrderedDict[tuple, Callable] = OrderedDict()
@@ -86,6 +88,8 @@ def build(program, config: dict) -> Callable:
 def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
     """One worker: trials in this process until the study is done."""
     job = replace(job, program=as_program(job.program))
+    if job.kept is not None and measurer is None:
+        job.program.keep_outputs(job.kept)
     study = optuna.load_study(study_name=job.study_name, storage=open_storage(job.storage),
                               sampler=TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
     if measurer is None and stopper_for(job.n_trials, job.space.size(), job.patience, job.budget,

@@ -9,6 +9,7 @@ protocol (`name`, `knobs()`, `build(config)`)."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import json
@@ -173,6 +174,20 @@ class KnobFunction(Decorated):
         seconds = {**times.seconds, "(program)": max(0.0, total - sum(times.seconds.values()))}
         return {k: {"share": v / total if total > 0 else 0.0, "seconds": v, "calls": times.calls.get(k, len(calls))}
                 for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])}
+
+    def untimed(self):
+        """The context of the tuner's untimed (QoS) passes: a call of a kept provider
+        (`reuse.keep`) made before with equal settings and operands returns its kept
+        result (`frontends.components.runtime.Reuse`); timed passes run every call."""
+        return self.reuse.reading() if self.reuse.providers else contextlib.nullcontext()
+
+    def keep_outputs(self, path) -> bool:
+        """Keep the kept providers' call outputs on disk in `path` too (the tuner's
+        cost model and its resumed studies read them); False when nothing is kept."""
+        if not self.reuse.providers:
+            return False
+        self.reuse.attach(path)
+        return True
 
     def ir(self, after: bool = False, config: dict | None = None, args: tuple | None = None,
            locations: bool = False) -> str:

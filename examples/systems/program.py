@@ -98,6 +98,10 @@ class SystemProgram:
         """{'reused': untimed calls answered from kept results, 'run': calls run and kept}."""
         return self.program.reuse.counts()
 
+    def keep_outputs(self, path) -> bool:
+        """Keep the answer models' call outputs on disk in `path` too (`KnobFunction.keep_outputs`)."""
+        return bool(self.reuse) and self.program.keep_outputs(path)
+
     def untimed(self):
         """The context of the tuner's untimed (QoS) passes: with `reuse`, an answer op
         called as before (same model, attributes, question and passages) returns the

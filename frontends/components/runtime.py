@@ -80,13 +80,23 @@ def implements(op: type[Operation]) -> Callable:
 
 class Reuse:
     """The results one program keeps for its untimed passes: those of calls whose
-    providers are all among `keep`'s (none: nothing is kept)."""
+    providers are all among `keep`'s (none: nothing is kept), in memory and, once
+    `attach`ed, on disk (`kept.KeptOutputs`: shared by worker processes and later
+    studies). Each kept result carries the seconds its call took when it ran. The cost
+    model of the autotuner's untimed passes reads two sums: `costed`, the kept seconds of
+    every kept call made (read or run: what the calls cost when they ran), and `spent`,
+    the time actually spent in them (~0 for a read; a run's, model variant built
+    included); a pass's time less `spent` plus `costed` is what it would take with
+    every call run."""
 
     def __init__(self):
         self.providers: frozenset[int] = frozenset()  # ids of the providers whose calls are kept
         self.size = 0
-        self.results: OrderedDict = OrderedDict()
+        self.results: OrderedDict = OrderedDict()  # key -> (result, wall seconds, CPU seconds)
         self.hits = self.calls = 0
+        self.store = None  # kept.KeptOutputs, once attached
+        self.costed = {"wall": 0.0, "cpu": 0.0}
+        self.spent = {"wall": 0.0, "cpu": 0.0}
         self._reading = False
 
     def keep(self, providers=(), size: int = 100_000) -> None:
@@ -97,13 +107,22 @@ class Reuse:
         self.results.clear()
         self.hits = self.calls = 0
 
+    def attach(self, path) -> None:
+        """Keep results on disk in `path` too (None: in memory only), and read those
+        kept there by earlier runs of the same program."""
+        from frontends.components.kept import KeptOutputs
+
+        if self.store is not None:
+            self.store.close()
+        self.store = KeptOutputs(path) if path is not None else None
+
     @contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self) -> Iterator[Reuse]:
         """Within: a kept call returns the kept result instead of running (an untimed
-        pass: its outputs are the same, its cost is not measured)."""
+        pass: its outputs are the same, its cost is not measured but read)."""
         before, self._reading = self._reading, True
         try:
-            yield
+            yield self
         finally:
             self._reading = before
 
@@ -174,20 +193,51 @@ class ComponentRuntime:
         return self._cached(op, settings, args)
 
     def _reused(self, op: str, settings: Settings, providers: tuple, args: tuple):
-        reuse, key = self.reuse, _hashable(args)
-        if key is None:
+        reuse, operands = self.reuse, _hashable(args)
+        if operands is None:
             return self._cached(op, settings, args)
-        key = (op, settings, providers, key)
-        if reuse.is_reading() and key in reuse.results:
+        w0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            result, wall, cpu = self._kept_call(op, settings, providers, args, operands)
+        finally:
+            reuse.spent["wall"] += time.perf_counter() - w0
+            reuse.spent["cpu"] += time.thread_time() - c0
+        reuse.costed["wall"] += wall
+        reuse.costed["cpu"] += cpu
+        return result
+
+    def _kept_call(self, op: str, settings: Settings, providers: tuple, args: tuple, operands):
+        """(result, wall seconds, CPU seconds the call took when it ran)."""
+        reuse = self.reuse
+        key = (op, settings, providers, operands)
+        kept = reuse.results.get(key)
+        # a call kept in memory is on disk already: a timed pass does not write it again
+        disk_key = self._disk_key(op, settings, operands) if reuse.store is not None and kept is None else None
+        if disk_key is not None and reuse.is_reading():
+            kept = reuse.store.get(disk_key)
+        if reuse.is_reading() and kept is not None:
             if isinstance(settings, GenerateSettings):
                 self.model(settings)  # a variant of the model is built here, as the call would, not in a timed pass
             reuse.hits += 1
-            return reuse.results[key]
-        result = reuse.results[key] = self._cached(op, settings, args)
+            reuse.results[key] = kept
+            return kept
+        if isinstance(settings, GenerateSettings):
+            self.model(settings)  # building a variant is not the call's cost
+        w0, c0 = time.perf_counter(), time.thread_time()
+        result = self._cached(op, settings, args)
+        kept = reuse.results[key] = (result, time.perf_counter() - w0, time.thread_time() - c0)
+        if disk_key is not None:
+            reuse.store.put(disk_key, op, result, kept[1], kept[2])
         reuse.calls += 1
         while len(reuse.results) > reuse.size:
             reuse.results.popitem(last=False)
-        return result
+        return kept
+
+    def _disk_key(self, op: str, settings: Settings, operands) -> str:
+        from frontends.components.kept import call_key, provider_identity
+
+        names = tuple(f"{v}={provider_identity(self.registry[v])}" for v in settings.providers() if v in self.registry)
+        return call_key(op, settings, names, operands)
 
     def _cached(self, op: str, settings: Settings, args: tuple):
         size = settings.cache

@@ -1,0 +1,79 @@
+"""Configurations measured by their QoS pass alone (`timing="model"`): on a RAG
+program whose answer models keep their outputs (the real MiniLM readers, BM25), a
+dynamic configuration whose decisions send each question to calls made already is
+scored with no model run and gives the QoS that running it gives; its modelled
+time is what its calls cost when they ran; `tune()` times the front paired and
+ranks it by those timings; a later study reads the kept outputs instead of running
+the exact program again."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotuner import Measurer, tune
+from examples import squad
+from examples.systems import rag_bm25
+from examples.systems.common import METRIC, question_sets, readers
+from examples.systems.program import SystemProgram
+from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
+
+N = 10
+
+
+def kept_program(tmp_path, name="kept_rag"):
+    """A RAG-BM25 system (its own build, 300 paragraphs) keeping its readers' outputs in tmp_path."""
+    base = rag_bm25.system.__wrapped__(tuple(squad.paragraphs()[:300]))
+    program = SystemProgram(name, base.program, reuse=readers())
+    assert program.keep_outputs(tmp_path / "kept_outputs.db")
+    program.states = base.states  # the answer step's decision state of each question
+    return program
+
+
+@pytest.fixture(scope="module")
+def questions():
+    return question_sets(N, seed=3)[0][0]
+
+
+def ladder(thresholds, decisions) -> dict:
+    return {"read": {"thresholds": list(thresholds), "decisions": list(decisions)}}
+
+
+def test_a_dynamic_configuration_is_scored_from_kept_calls_as_running_it_scores(tmp_path, questions):
+    program = kept_program(tmp_path)
+    m = Measurer(program, questions, None, METRIC, timing="model")
+    for k in (1, 2, 3):  # each variant of the answer step for every question
+        m.measure(program.build({"read": {"knob_val": k}}), {"read": {"knob_val": k}})
+    states = sorted(program.states(questions))
+    config = ladder([states[N // 3], states[2 * N // 3]], [0, 2, 3])  # exact, fast reader, fast on the top passage
+    before = program.reuse_counts()["run"]
+    scored = m.measure(program.build(config), config)
+    assert program.reuse_counts()["run"] == before  # no reader ran: every answer was kept
+    assert scored.modelled and scored.speedup_low is None  # not timed
+
+    fresh = SystemProgram("fresh", rag_bm25.system.__wrapped__(tuple(squad.paragraphs()[:300])).program)
+    run = Measurer(fresh, questions, None, METRIC, timing="paired", repeats=1)
+    measured = run.measure(fresh.build(config), config)
+    assert scored.qos_loss == pytest.approx(measured.qos_loss) and scored.qos == pytest.approx(measured.qos)
+    # the modelled time is what the calls took when they ran: exact questions at the exact time
+    assert 0 < scored.seconds and 0 < scored.exact_seconds
+
+
+def test_tune_times_the_front_and_a_later_study_reads_the_kept_outputs(tmp_path, questions):
+    program = kept_program(tmp_path)
+    space = {"bm25.top_k": [0], "bm25.preprocess": [0], "bm25.terms": [0], "bm25.docs": [0]}
+    r = tune(program, questions, None, metric=METRIC, mode="static", n_trials=6, repeats=1, out_dir=tmp_path,
+             eval_inputs=questions[:4], narrow=space, budget=0.5, seed=1)
+    assert (tmp_path / "kept_outputs.db").is_file()
+    import optuna
+
+    study = optuna.load_study(study_name=r.study_names["static"], storage=f"sqlite:///{tmp_path / 'study.db'}")
+    modelled = [t for t in study.trials if t.user_attrs.get("modelled")]
+    assert modelled  # measured by their QoS pass
+    timed = {k for k in study.user_attrs if k.startswith("timed:")}
+    front = [p for p in r.front if p.mode == "static"]
+    assert front and {f"timed:{p.trial}" for p in front} <= timed  # every front point timed paired
+    assert all(p.speedup_tune_ci is not None for p in front)
+
+    again = kept_program(tmp_path, "again")  # a new process's build: the exact pass reads what was kept
+    Measurer(again, questions, None, METRIC, timing="model")
+    assert again.reuse_counts()["run"] == 0 and again.reuse_counts()["reused"] >= N
