@@ -127,7 +127,8 @@ def make_parser() -> argparse.ArgumentParser:
     app.add_argument("source", nargs="?", help="the program's .mlir file (default: the IR stored in the result)")
     app.add_argument("--mode", choices=["static", "dynamic"], help="default: any")
     app.add_argument("--point", type=int, help="index in the front (by increasing QoS loss)")
-    app.add_argument("--max-loss", type=float, help="the fastest front point with held-out QoS loss <= this")
+    app.add_argument("--max-loss", type=float, help="the fastest front point with tuning QoS loss <= this (chosen on tuning figures, as a "
+                     "report's levels are)")
     app.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     app.add_argument("--config-out", help="also write the configuration (for approx-opt --apply-config)")
     return p
@@ -232,7 +233,7 @@ def cmd_apply(a) -> int:
     result = _load(a)
     front = [p for m in ("static", "dynamic") if a.mode in (None, m) for p in result.front_of(m)]
     if a.max_loss is not None:
-        point = result.best_within(a.max_loss, a.mode) or result.best_within(a.max_loss, a.mode, split="tune")
+        point = result.chosen(a.max_loss, a.mode)
         if point is None:
             raise ApproxError(f"no front point has QoS loss <= {a.max_loss}", where=WHERE)
     else:

@@ -93,7 +93,7 @@ def ablate(program, config: dict, measurer: Measurer, label: str = "") -> dict[s
             "speedup_ci": [whole.speedup_low, whole.speedup_high], "qos_loss": whole.qos_loss, "rows": rows}
 
 
-def ablate_levels(result, program, measurer: Measurer, levels=(0.03, 0.06, 0.09), split: str = "eval",
+def ablate_levels(result, program, measurer: Measurer, levels=(0.03, 0.06, 0.09), split: str = "tune",
                   progress=None) -> list[dict[str, Any]]:
     """`ablate` for the fastest front point of each mode within each QoS-loss level
     (a configuration chosen at several levels is measured once)."""

@@ -102,13 +102,20 @@ class TuningResult:
         """The front of one mode, by increasing QoS loss."""
         return sorted((p for p in self.front if p.mode == mode), key=lambda p: p.qos_loss_tune)
 
-    def best_within(self, loss: float, mode: str | None = None, split: str = "eval") -> FrontPoint | None:
-        """The fastest front point whose QoS loss on `split` is <= loss."""
+    def best_within(self, loss: float, mode: str | None = None, split: str = "tune") -> FrontPoint | None:
+        """The fastest front point whose QoS loss on `split` is <= loss. A point reported
+        for a level is chosen on the tuning split and replayed held out (`chosen`);
+        `split="eval"` only describes what the held-out figures alone would pick."""
         pts = [p for p in self.front if mode in (None, p.mode)]
         key = "eval" if split == "eval" else "tune"
         ok = [p for p in pts if getattr(p, f"qos_loss_{key}") is not None
               and getattr(p, f"qos_loss_{key}") <= loss]
         return max(ok, key=lambda p: getattr(p, f"speedup_{key}"), default=None)
+
+    def chosen(self, loss: float, mode: str | None = None) -> FrontPoint | None:
+        """The point a level reports: the fastest front point within `loss` on the
+        tuning split (its held-out figures are the replay, never what chose it)."""
+        return self.best_within(loss, mode, split="tune")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -69,7 +69,7 @@ def _warm_start(space, storage: str, name: str, budget: float) -> None:
 def _best(result, mode: str, notes: list[str]) -> dict[str, float]:
     out = {}
     for level in LEVELS:
-        best = result.best_within(int(level) / 100, mode, split="eval")
+        best = result.chosen(int(level) / 100, mode)  # chosen on tuning figures, replayed held out
         measured = best.speedup_eval if best is not None else 1.0
         if measured < 0.99:
             notes.append(f"{mode} <= {level} %: the best front point measured {measured:.2f}x; exact (1.00x) kept")
@@ -114,7 +114,7 @@ def _points(result, mode: str) -> dict:
     """Per level the chosen front point: what rebuilding and re-timing it needs, its figures."""
     out = {}
     for level in LEVELS:
-        p = result.best_within(int(level) / 100, mode, split="eval")
+        p = result.chosen(int(level) / 100, mode)
         out[level] = None if p is None or (p.speedup_eval or 0) <= 1.0 else {
             "knobs": p.knobs, "speedup": p.speedup_eval, "speedup_ci": p.speedup_eval_ci,
             "qos_loss": p.qos_loss_eval, "speedup_tune": p.speedup_tune, "speedup_tune_ci": p.speedup_tune_ci}

@@ -37,6 +37,11 @@ def report_dir(name: str) -> Path:
     return ROOT / "reports" / "bench" / (name + ("-cuda" if device().startswith("cuda") else ""))
 
 
+def configurations(result) -> dict[str, int]:
+    """Configurations whose tuning QoS was measured (or scored from kept calls), per mode."""
+    return {m: sum(1 for t in result.all_trials if t.mode == m) for m in ("static", "dynamic")}
+
+
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
             jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False,
@@ -50,7 +55,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
                       eval_repeats=eval_repeats, ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs,
                       program=program, tuning_qos=tuning_qos, fresh=fresh, progress=progress, screen=screen)
     r = run.result
-    chosen = {m: r.best_within(9 / 100 + 1e-9, mode=m, split="eval") for m in ("static", "dynamic")}
+    chosen = {m: r.chosen(9 / 100 + 1e-9, mode=m) for m in ("static", "dynamic")}
     return {
         "exact_seconds_per_query": r.exact_seconds_eval / r.n_eval,
         "static": {str(p): best(r, p, "static") for p in LEVELS},
@@ -66,7 +71,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
         "model": program.model,
         "importances": r.importances, "ablations": r.ablations,
         "best_at_9": {m: (p.knobs if p else None) for m, p in chosen.items()},
-        "workers": jobs,
+        "workers": jobs, "chosen_on": "tuning", "configurations": configurations(r),
     }
 
 

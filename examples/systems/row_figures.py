@@ -1,63 +1,88 @@
 """What a results row says of a tuning result: the held-out speedup at each QoS-loss
-level and the point chosen for it, the most accurate configuration measured (and the
+level and the point chosen for it (chosen on the tuning figures, replayed held out:
+never picked by its held-out figures; a replay whose held-out loss interval lies
+above the level breaks it, and the row says so), the most accurate configuration measured (and the
 levels against it where it beats the exact program), each front point's tuning and
 held-out figures side by side. `bench/systems_bench.py` and the demo read them."""
 
 from __future__ import annotations
 
 
+def chosen_point(result, percent: int, mode: str):
+    """The front point of `mode` a level reports: the fastest within `percent` % QoS loss
+    on the tuning split (`TuningResult.chosen`); None when only the exact program is."""
+    p = result.chosen(percent / 100 + 1e-9, mode=mode)
+    if p is None or p.speedup_eval is None or all(v == {"knob_val": 0} for v in p.knobs.values()):
+        return None
+    return p
+
+
+def meets_level(p, percent: int) -> bool:
+    """The replay keeps the level: its held-out loss is within it, or its interval reaches it."""
+    ci = p.qos_loss_eval_ci
+    return p.qos_loss_eval <= percent / 100 + 1e-9 or (ci is not None and ci[0] <= percent / 100 + 1e-9)
+
+
 def held_out_speedup(result, percent: int, mode: str) -> float:
-    """Held-out speedup of the fastest front point within `percent` % QoS loss; 1.0
-    (the exact program) when none is."""
-    p = result.best_within(percent / 100 + 1e-9, mode=mode, split="eval")
-    return max(1.0, float(p.speedup_eval)) if p is not None else 1.0
+    """The held-out speedup of the point chosen on tuning figures for `percent` % QoS
+    loss (its replay, whatever it gives); 1.0 (the exact program) when none is chosen."""
+    p = chosen_point(result, percent, mode)
+    return float(p.speedup_eval) if p is not None else 1.0
 
 
 def level_points(result, levels) -> dict:
-    """{mode: {percent: the chosen front point}}: the fastest front point within each
-    held-out QoS-loss level, with what rebuilding and re-timing it needs (its
-    configuration, the JSON `program.build` takes) and its figures; None where the
-    exact program is the best (no approximation within the level)."""
+    """{mode: {percent: the chosen front point}}: the point chosen on tuning figures
+    for each QoS-loss level, with what rebuilding and re-timing it needs (its
+    configuration, the JSON `program.build` takes), its tuning figures and its held-out
+    replay, and whether the replay keeps the level; None where the exact program is
+    the choice (no approximation within the level on the tuning split)."""
     out = {}
     for mode in ("static", "dynamic"):
         out[mode] = {}
         for percent in levels:
-            p = result.best_within(percent / 100 + 1e-9, mode=mode, split="eval")
-            if p is None or p.speedup_eval is None or p.speedup_eval <= 1.0:
+            p = chosen_point(result, percent, mode)
+            if p is None:
                 out[mode][str(percent)] = None
                 continue
             out[mode][str(percent)] = {
                 "knobs": p.knobs, "speedup": p.speedup_eval, "speedup_ci": p.speedup_eval_ci,
                 "qos_loss": p.qos_loss_eval, "qos_loss_ci": p.qos_loss_eval_ci,
                 "speedup_tune": p.speedup_tune, "speedup_tune_ci": p.speedup_tune_ci,
-                "qos_loss_tune": p.qos_loss_tune, "trial": p.trial}
+                "qos_loss_tune": p.qos_loss_tune, "trial": p.trial, "chosen_on": "tuning",
+                "meets_level": meets_level(p, percent)}
     return out
 
 
+def broken_levels(points: dict) -> list[str]:
+    """The (mode, level) pairs whose replay breaks the level, as "static <= 6 %"."""
+    return [f"{mode} <= {lv} %" for mode, levels in points.items() for lv, p in levels.items()
+            if p is not None and not p["meets_level"]]
+
+
 def most_accurate(result, levels) -> dict | None:
-    """The front point with the best held-out QoS, and where it beats the exact program
-    beyond its interval (its loss's upper bound below 0: the exact program is not what
-    a user would deploy), the speedup at each level against it: the fastest point
-    whose held-out QoS is within the level of that point's QoS, its speedup over that
-    point (the ratio of the two paired speedups over the exact program). None without
-    held-out figures."""
+    """The front point with the best tuning QoS (chosen on tuning figures), and where its
+    held-out replay beats the exact program beyond its interval (its loss's upper bound
+    below 0: the exact program is not what a user would deploy), the speedup at each
+    level against it: the fastest point whose held-out QoS is within the level of that
+    point's QoS, its speedup over that point (the ratio of the two paired speedups over
+    the exact program). None without held-out figures."""
     pts = [p for p in result.front if p.qos_loss_eval is not None and p.speedup_eval is not None]
     if not pts:
         return None
-    best = min(pts, key=lambda p: (p.qos_loss_eval, -p.speedup_eval))
+    best = min(pts, key=lambda p: (p.qos_loss_tune, -p.speedup_tune))
     ci = best.qos_loss_eval_ci
     out = {"mode": best.mode, "knobs": {k: v for k, v in best.knobs.items() if v != {"knob_val": 0}},
            "qos_loss": best.qos_loss_eval, "qos_loss_ci": ci, "speedup": best.speedup_eval,
            "beats_exact": bool(ci and ci[1] < 0)}
     if out["beats_exact"]:
-        keep = 1.0 - best.qos_loss_eval  # its QoS / the exact program's
+        keep = 1.0 - best.qos_loss_tune  # its tuning QoS / the exact program's: the levels are chosen on tuning
         out["levels"] = {}
         for mode in ("static", "dynamic"):
             out["levels"][mode] = {}
             for percent in levels:
                 ok = [p for p in pts if p.mode in (mode, best.mode) and
-                      1.0 - (1.0 - p.qos_loss_eval) / keep <= percent / 100 + 1e-9]
-                fastest = max(ok, key=lambda p: p.speedup_eval, default=best)
+                      1.0 - (1.0 - p.qos_loss_tune) / max(keep, 1e-9) <= percent / 100 + 1e-9]
+                fastest = max(ok, key=lambda p: p.speedup_tune, default=best)
                 out["levels"][mode][str(percent)] = max(1.0, fastest.speedup_eval / best.speedup_eval)
     return out
 
