@@ -6,7 +6,10 @@ same seed; several worker processes on one file never fail on a locked database.
 The cost is deterministic (`--objective money`, elements visited: see
 bench/reliability_crash.py), so "the same front" means equal configurations, QoS
 losses and speedups, not close ones. `python -m bench.reliability_crash` repeats
-the kills at random moments at size.
+the kills at random moments at size; here each kill lands where the run is held
+(tests/gate.py: the trials after the first few wait in their cost call until the
+test opens the gate), so it hits a trial mid-run on every machine, however fast
+or busy.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import pytest
 
 from bench.reliability_crash import (
     ROOT,
-    command,
     complete_trials,
     finish,
     front,
@@ -33,19 +35,35 @@ from bench.reliability_crash import (
     running_workers,
     start,
 )
+from bench.reliability_crash import command as bench_command
+from tests import gate
 
 TRIALS = 12
+PATIENCE = 600  # seconds before the test gives up on a run that never reaches the gate (a working one does)
 
 
-def wait_for(db: Path, proc, finished: int, timeout: float = 90) -> list[int]:
-    """Wait until `finished` trials are COMPLETE and one is RUNNING; the pids running one."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        pids = running_workers(db)
-        if pids and len(complete_trials(db)) >= finished:
-            return pids
+def command(*args, **kwargs) -> list[str]:
+    """The bench's command with its cost behind the gate (the same cost: the same fronts)."""
+    return [{"bench.reliability_crash:work_units": "tests.gate:work_units"}.get(a, a)
+            for a in bench_command(*args, **kwargs)]
+
+
+def start_held(out: Path, monkeypatch, finished: int, *args):
+    """`command(out, *args)` started with its trials held once `finished` are COMPLETE."""
+    with monkeypatch.context() as m:
+        m.setenv(gate.FOLDER, str(out))
+        m.setenv(gate.AT, str(finished))
+        return start(command(out, *args))
+
+
+def held(out: Path, proc) -> list[int]:
+    """Wait until a process of the run is held mid-trial at the gate; their pids."""
+    deadline = time.monotonic() + PATIENCE
+    while not gate.waiting(out) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    pytest.fail(f"no trial running after {finished} finished (exit {proc.poll()}): {proc.communicate()[1][-2000:]}")
+    if not gate.waiting(out):
+        pytest.fail(f"no trial held at the gate (exit {proc.poll()}): {proc.communicate()[1][-2000:]}")
+    return gate.waiting(out)
 
 
 def trials(db: Path) -> list[dict]:
@@ -89,14 +107,16 @@ def reference(tmp_path_factory):
     return out
 
 
-def test_kill_9_of_a_worker_mid_trial_loses_nothing_and_keeps_the_front(tmp_path, reference):
+def test_kill_9_of_a_worker_mid_trial_loses_nothing_and_keeps_the_front(tmp_path, reference, monkeypatch):
     """--jobs 2: a worker dies with a trial running; the run replaces it and finishes."""
     db = tmp_path / "study.db"
-    proc = start(command(tmp_path, TRIALS, 2, "random"))
+    proc = start_held(tmp_path, monkeypatch, 2, TRIALS, 2, "random")
     try:
-        pid = wait_for(db, proc, 2)[0]
+        pid = held(tmp_path, proc)[0]
+        assert pid in running_workers(db)
         before = complete_trials(db)
         os.kill(pid, signal.SIGKILL)
+        gate.open_gate(tmp_path)
         code, err = finish(proc)
     finally:
         if proc.poll() is None:
@@ -111,12 +131,12 @@ def test_kill_9_of_a_worker_mid_trial_loses_nothing_and_keeps_the_front(tmp_path
     assert front(tmp_path) == reference["random"]
 
 
-def test_kill_9_of_the_whole_run_then_the_same_command_resumes_to_the_same_front(tmp_path, reference):
+def test_kill_9_of_the_whole_run_then_the_same_command_resumes_to_the_same_front(tmp_path, reference, monkeypatch):
     """One worker, NSGA-II (which reads earlier results): kill -9 of the process group mid-trial."""
     db = tmp_path / "study.db"
-    proc = start(command(tmp_path, TRIALS, 1, "nsga2"))
+    proc = start_held(tmp_path, monkeypatch, 5, TRIALS, 1, "nsga2")
     try:
-        wait_for(db, proc, 5)
+        held(tmp_path, proc)
         before = complete_trials(db)
     finally:
         kill_group(proc)

@@ -1,29 +1,38 @@
 """Knob values that pay on this machine: measured once (paired, thread CPU time), cached
-per machine, and a value that does not pay is left out with one line saying why."""
+per machine, and a value that does not pay is left out with one line saying why;
+APPROX_LEAVE_OUT leaves named precision values out unmeasured."""
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
+import pytest
 
+from approx_dialect.diagnostics import ApproxError
 from frontends.components.machine import PROBE_FILE, machine_key, paying_values
 
-WORK = {None: 160, "half": 100, "slow": 220}  # matrix size per value: a quarter, twice the exact work
+# loop length per value: a quarter, 2.5x the exact work
+WORK = {None: 200_000, "half": 50_000, "bfloat16": 50_000, "slow": 500_000}
 
 
 def run_at(calls: list):
+    """Work on this thread alone (a BLAS call would spread it over threads that the thread
+    CPU clock does not see, spinning while they are descheduled on a busy machine)."""
     def run(value):
         calls.append(value)
-        a = np.ones((WORK[value], WORK[value]))
-        for _ in range(20):
-            a = a @ a / WORK[value]
+        sum(i * i for i in range(WORK[value]))
 
     return run
 
 
-def test_a_cheaper_value_pays_and_a_slower_one_is_left_out(tmp_path, monkeypatch):
+@pytest.fixture(autouse=True)
+def probe_cache(tmp_path, monkeypatch):
+    """A fresh cache, and the probe's own choice (whatever APPROX_LEAVE_OUT the run has)."""
     monkeypatch.setenv("APPROX_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("APPROX_LEAVE_OUT", raising=False)
+
+
+def test_a_cheaper_value_pays_and_a_slower_one_is_left_out(tmp_path):
     calls, lines = [], []
     assert paying_values("m.precision", run_at(calls), ("half", "slow"), log=lines.append) == ["half"]
     assert len(lines) == 1 and lines[0].startswith("m.precision = slow left out on this machine")
@@ -36,16 +45,14 @@ def test_a_cheaper_value_pays_and_a_slower_one_is_left_out(tmp_path, monkeypatch
     assert calls == []
 
 
-def test_a_new_candidate_is_measured_alone(tmp_path, monkeypatch):
-    monkeypatch.setenv("APPROX_CACHE_DIR", str(tmp_path))
+def test_a_new_candidate_is_measured_alone():
     paying_values("m.precision", run_at([]), ("half",), log=None)
     calls = []
     paying_values("m.precision", run_at(calls), ("half", "slow"), log=None)
     assert set(calls) == {None, "slow"}
 
 
-def test_a_faster_value_changing_most_answers_is_left_out_in_one_line(tmp_path, monkeypatch):
-    monkeypatch.setenv("APPROX_CACHE_DIR", str(tmp_path))
+def test_a_faster_value_changing_most_answers_is_left_out_in_one_line():
     answers = {None: ["a", "b", "c"], "half": ["a", "x", "y"]}
 
     def run(value):
@@ -57,3 +64,27 @@ def test_a_faster_value_changing_most_answers_is_left_out_in_one_line(tmp_path, 
     assert lines == ["m.precision = half left out: the exact answer on 33% of the probe's questions (needs >= 50%)"]
     answers["half"] = ["a", "b", "y"]
     assert paying_values("m.precision", run, ("half",), log=None, refresh=True) == ["half"]
+
+
+def test_approx_leave_out_leaves_a_paying_value_out_unmeasured(monkeypatch):
+    """What a CPU without bf16 instructions offers, on any machine: bfloat16 pays here
+    (a quarter of the work) and is left out in one line, never run; without the switch
+    it is measured and offered."""
+    monkeypatch.setenv("APPROX_LEAVE_OUT", " bfloat16 , int8")
+    calls, lines = [], []
+    assert paying_values("m.precision", run_at(calls), ("bfloat16", "half"), log=lines.append) == ["half"]
+    assert lines == ["m.precision = bfloat16 left out by APPROX_LEAVE_OUT"]
+    assert "bfloat16" not in calls
+    monkeypatch.delenv("APPROX_LEAVE_OUT")
+    calls.clear()
+    assert paying_values("m.precision", run_at(calls), ("bfloat16", "half"), log=None) == ["bfloat16", "half"]
+    assert set(calls) == {None, "bfloat16"}  # "half" was cached the first time
+    monkeypatch.setenv("APPROX_LEAVE_OUT", "bfloat16")  # a cached figure is left out all the same
+    assert paying_values("m.precision", run_at([]), ("bfloat16", "half"), log=None) == ["half"]
+
+
+def test_approx_leave_out_naming_no_precision_is_one_error_line(monkeypatch):
+    monkeypatch.setenv("APPROX_LEAVE_OUT", "bf16")
+    with pytest.raises(ApproxError, match="precision must be float32, bfloat16, float16 or int8, got 'bf16'") as err:
+        paying_values("m.precision", run_at([]), ("bfloat16",), log=None)
+    assert "APPROX_LEAVE_OUT" in str(err.value) and "\n" not in str(err.value)

@@ -2,8 +2,9 @@
 components are IR: fixed exact answers (deterministic, torch on one thread), knob 0
 = the providers called directly, the per-question decision routing to the variant
 its state selects, `approx-opt --list-knobs` on the IR = the program's knobs, every
-knob rewriting its component op, the previous implementation's answers, the QoS
-metric, and a tiny tuning run of each system. RAG-BM25 runs over all 2,067 paragraphs; RAG-dense over 30 of them
+knob rewriting its component op, the previous implementation's answers (where the
+numbers are float32: a bfloat16 model's depend on the CPU, so those configurations are
+checked on this machine against their components called directly), the QoS metric, and a tiny tuning run of each system. RAG-BM25 runs over all 2,067 paragraphs; RAG-dense over 30 of them
 (every 69th: embedding the whole corpus takes minutes, the bench does it)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
@@ -21,6 +23,10 @@ from autotuner.results import TuningResult
 from examples import squad
 from examples.systems import common, rag_bm25, rag_dense
 from examples.systems.program import TimeUp
+from examples.systems.query_encoder import QueryEncoder
+from examples.systems.rag_program import CASCADE_THRESHOLDS
+from frontends.components.llm import limit_contexts, select_sentences
+from frontends.components.llm.escalation import ModelCascade
 
 DATA = Path(__file__).parent / "data"
 
@@ -155,16 +161,79 @@ def previous_config(config: dict) -> dict:
     return out
 
 
+# Knobs that run a torch model in a lower precision: its numbers depend on the CPU's instructions (AMX,
+# AVX-512 bf16, or none), so a configuration setting one is checked on this machine (the second test
+# below), never against answers recorded on another. `dense.precision` is not one: the similarity
+# kernel is JIT-compiled IEEE arithmetic, rounded op by op alike on every CPU.
+MODEL_PRECISIONS = ("answer.precision", "query.precision")
+MAX_CHANGED = 3  # of the 20 answers, by bfloat16 against float32 on one machine (measured: 0 or 1 on two CPUs)
+
+
+def machine_dependent(config: dict) -> bool:
+    return any(config.get(k, {}).get("knob_val", 0) for k in MODEL_PRECISIONS)
+
+
+def recorded(name: str) -> tuple[dict, dict[str, dict]]:
+    """The recording of `name` and its configurations in today's knob names."""
+    previous = json.loads((DATA / f"rag_{name}_previous.json").read_text())
+    return previous, {label: previous_config(c) for label, c in previous["configs"].items()}
+
+
 @pytest.mark.parametrize("name", ["bm25", "dense"])
 def test_answers_equal_the_previous_implementation(name, bm25, dense):
-    """20 fixed evaluation questions at five configurations answer as the previous
-    implementation (knobs held by Python objects beside the IR, commit 73d2e32) did;
-    recorded by tests/data/record_rag_previous.py."""
-    previous = json.loads((DATA / f"rag_{name}_previous.json").read_text())
+    """20 fixed evaluation questions at the recorded configurations computed in float32
+    answer as the previous implementation (knobs held by Python objects beside the IR,
+    commit 73d2e32) did; recorded by tests/data/record_rag_previous.py. Those running a
+    model in bfloat16 are the next test's."""
+    previous, configs = recorded(name)
     program = bm25 if name == "bm25" else dense
-    for label, config in previous["configs"].items():
-        run = program.build(previous_config(config))
+    float32 = {label: c for label, c in configs.items() if not machine_dependent(c)}
+    assert "exact" in float32 and len(float32) >= 3
+    for label, config in float32.items():
+        run = program.build(config)
         assert [run(q) for q in previous["questions"]] == previous["answers"][label], label
+
+
+def cascade_bf16_sentences(program, question: str) -> str:
+    """`answer.model` 2, `answer.precision` 1, `answer.sentences` 1 called directly: the
+    cascade fast -> pro accepting fast's answer at confidence >= 0.1, both readers in
+    bfloat16, on the 3 sentences of each retrieved passage sharing most words with the question."""
+    fast, pro = (m.with_precision("bfloat16") for m in common.readers())
+    passages = select_sentences(question, [program.corpus[i] for i in program.search(question).ids], 3)
+    return ModelCascade([fast], pro, CASCADE_THRESHOLDS, knob=2).answer(question, passages).text
+
+
+def encoder_top1_cuts(program, question: str) -> str:
+    """`query.encoder` 1, `query.precision` 1, `dense.top_k` 2, `answer.passages` 1,
+    `answer.context_chars` 2 called directly: the encoder's first 5 layers in bfloat16
+    embed the question, the top passage, cut to 500 characters, is read by the pro reader."""
+    retriever = program.program.components["dense"]
+    encoder = QueryEncoder(retriever.encoder, 5).with_precision("bfloat16")
+    hits = retriever.search(np.asarray(encoder.embed([question])[0]), 1)
+    passages = limit_contexts([program.corpus[i] for i in hits.ids], 2, 500)
+    return common.readers()[1].answer(question, passages).text
+
+
+DIRECTLY = {"cascade_bf16_sentences": cascade_bf16_sentences, "encoder_top1_cuts": encoder_top1_cuts}
+
+
+@pytest.mark.parametrize("name", ["bm25", "dense"])
+def test_bfloat16_configurations_answer_as_their_components_on_this_machine(name, bm25, dense):
+    """The recorded configurations that run a model in bfloat16, checked on this machine
+    (their answers depend on the CPU): each answers as its components called directly
+    (another path: no IR, no component runtime), and changes at most MAX_CHANGED of the
+    20 answers of the same configuration in float32."""
+    previous, configs = recorded(name)
+    program, questions = (bm25 if name == "bm25" else dense), previous["questions"]
+    lower = {label: c for label, c in configs.items() if machine_dependent(c)}
+    assert lower and set(lower) <= set(DIRECTLY)
+    for label, config in lower.items():
+        run = program.build(config)
+        float32 = program.build({**config, **{k: {"knob_val": 0} for k in MODEL_PRECISIONS if k in config}})
+        got = [run(q) for q in questions]
+        assert got == [DIRECTLY[label](program, q) for q in questions], label
+        changed = [(q, a, b) for q, a, b in zip(questions, got, map(float32, questions)) if a != b]
+        assert len(changed) <= MAX_CHANGED, (label, changed)
 
 
 def test_time_budget_stops_new_configurations_only(bm25):

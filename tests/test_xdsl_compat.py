@@ -43,9 +43,9 @@ def test_string_literals_lex_in_linear_time():
     for text in ['"abc"', r'"a\"b"', r'"\C3\A9"', '"a\nb"', '"unterminated', r'"\q"', '""']:
         stock_match, ours = STOCK["string_regex"].match(text), xdsl_compat.STRING_REGEX.match(text)
         assert (stock_match and stock_match.group()) == (ours and ours.group()), text
-    t0 = time.perf_counter()
+    t0 = time.thread_time()  # this thread's CPU time: what the match costs, however busy the machine
     assert xdsl_compat.STRING_REGEX.match('"' + "a\\" * 50_000) is None
-    assert time.perf_counter() - t0 < 0.5
+    assert time.thread_time() - t0 < 0.5  # linear in the input: milliseconds
 
 
 def test_escaped_utf8_is_a_string_literal():

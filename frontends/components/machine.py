@@ -8,6 +8,10 @@ probe when the program is set up), and says in one line why each other value is
 left out; a value that changes most of the probe's answers (int8 that breaks the
 model) is left out too, in one line. The figures are cached per machine (CPU model, its decisive
 instructions, torch version) under the cache dir, so the probe runs once.
+
+APPROX_LEAVE_OUT (comma-separated precision values, e.g. `bfloat16`) leaves those values
+out whatever they measure, in one line each, unprobed: what a CPU without bf16
+instructions offers, shown on any machine.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_v
 MIN_GAIN = 1.15  # a value pays when the probe runs at least this much faster than the exact one
 MIN_SAME = 0.5  # ... and gives the exact output on at least this share of the probe's inputs
 PROBE_FILE = "knob_probe.json"
+LEAVE_OUT_ENV = "APPROX_LEAVE_OUT"
 
 
 def cpu_model_and_flags() -> tuple[str, list[str]]:
@@ -79,6 +84,15 @@ def _read(path: Path) -> dict:
         return {}
 
 
+def left_out() -> frozenset[str]:
+    """The precision values APPROX_LEAVE_OUT names (comma-separated); a name that is no
+    precision value is an ApproxError, not a switch that silently does nothing."""
+    from approx_dialect.precision import check_backend
+
+    names = [v.strip() for v in os.environ.get(LEAVE_OUT_ENV, "").split(",") if v.strip()]
+    return frozenset(check_backend(v, LEAVE_OUT_ENV) for v in names)
+
+
 def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequence[str],
                      rounds: int = 2, device: str = "cpu") -> tuple[dict, dict]:
     """({value: exact time / time at value}, {value: share of its outputs equal to the
@@ -110,8 +124,15 @@ def paying_values(what: str, run_at: Callable[[str | None], object], candidates:
     value's output on at least `min_same` of the probe's inputs (`run_at` returns
     its outputs, one per input): measured by `measure_speedups` on the first call,
     then read from the cache. `log` gets one line per value left out, saying why.
-    `device`: where the model runs."""
+    `device`: where the model runs. Values named by APPROX_LEAVE_OUT are left out
+    unmeasured."""
     path, key = _probe_path(), machine_key(device)
+    skip = left_out()
+    if log is not None:
+        for v in candidates:
+            if v in skip:
+                log(f"{what} = {v} left out by {LEAVE_OUT_ENV}")
+    candidates = [v for v in candidates if v not in skip]
     data = _read(path)
     known = data.get(key, {}).get(what, {})
     agree = data.get(key, {}).get(f"{what} same", {})
