@@ -12,31 +12,18 @@ attribute as written: the exact program.
 
 Ops (operands and results are `!pyobj.obj`; `component` is the label that names
 the call site's knobs, `<component>.<parameter>`; symbols name entries of the
-component registry the program runs with):
-- `component.generate(%question, %contexts) <{component, model, max_new_tokens?,
-  precision?, passages?, sentences?, context_chars?, context_tokens?, compress_tokens?,
-  layers?, token_exit?}>`: an answer by a model (an extractive reader, a causal LM, an
-  endpoint) from the contexts, cut to the first `passages` passages, the `sentences`
-  sentences of each sharing most words with the question, and `context_chars` characters
-  each, then all together to `context_tokens` tokens (the tail dropped) and to
-  `compress_tokens` tokens (the sentences sharing fewest words with the question
-  dropped); `precision` (a type of
-  `approx_dialect.precision.PRECISIONS`) is the compute type of local models;
-  `layers` = k runs the model's first k decoder layers (a trained early exit);
-  `token_exit` = p decides an early exit per decoded token: it leaves at the first
-  trained exit whose top-token probability is >= p % (1..100);
-  absent = uncut / the model's own. With `template` (a prompt with `{name}` fields),
-  `inputs` (the operands' names, one per field) and `outputs` (the names of the
-  fields it returns) it is a prompt-level call: the model completes the filled-in
-  template (the operand named `contexts`, a list, is cut as above);
-- `component.embed(%text) <{component, encoder, precision?, dims?}>`: an embedding
-  (the first `dims` dimensions, renormalised);
-- `component.retrieve(%query) <{component, retriever, top_k, preprocess?, terms?,
-  docs?, dims?, precision?}>`: the top_k passages' hits; `preprocess` =
-  text-normalisation level (0 = full); `terms` / `docs` / `dims` = the knob values
-  of the retriever's scoring kernel (an approx-opt program of its own) on its loops
-  over query terms, documents and embedding dimensions (k keeps ceil(n/k) terms or
-  dimensions, every k-th document), `precision` its similarity's compute type;
+component registry the program runs with). Each op's tunable attributes are its
+`SETTINGS` (`approx_dialect.op_settings.Setting`: kind, values, who applies it,
+meaning), declared once below; docs/components.md has the table:
+- `component.generate(%question, %contexts) <{component, model, SETTINGS...}>`: an
+  answer by a model (an extractive reader, a causal LM, an endpoint) from the
+  contexts. With `template` (a prompt with `{name}` fields), `inputs` (the
+  operands' names, one per field) and `outputs` (the names of the fields it
+  returns) it is a prompt-level call: the model completes the filled-in template
+  (the operand named `contexts`, a list, is cut as the settings say);
+- `component.embed(%text) <{component, encoder, SETTINGS...}>`: an embedding;
+- `component.retrieve(%query) <{component, retriever, SETTINGS...}>`: the top_k
+  passages' hits;
 - `component.tool_call(%request) <{component, tools, router}>`: routes the request
   to a tool of `tools` with `router` and returns the calls;
 - `component.tool_run(%args...) <{component, tool}>`: runs the registered tool
@@ -56,13 +43,14 @@ from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    FloatAttr,
     IntegerAttr,
     StringAttr,
     SymbolRefAttr,
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -74,18 +62,18 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from approx_dialect.precision import ir_names, is_precision
+from approx_dialect.op_settings import Setting, properties
 from approx_dialect.pyobj import OBJ, ObjType, const_value
 
 
 class ComponentOp(IRDLOperation):
     """Shared by the component ops: the label, the provider symbol (`PROVIDER` names
-    the attribute: model, encoder, retriever, tools), integer parameters (`INTS`,
-    each >= 1; `top_k` may be required) and an optional compute precision."""
+    the attribute: model, encoder, retriever, tools), the declared settings
+    (`SETTINGS`, each an attribute checked against its declaration) and the result
+    cache."""
 
     PROVIDER: ClassVar[str] = ""
-    INTS: ClassVar[tuple[str, ...]] = ()
-    ZERO_OK: ClassVar[tuple[str, ...]] = ()  # integer parameters where 0 is a valid setting
+    SETTINGS: ClassVar[tuple[Setting, ...]] = ()
     component = prop_def(StringAttr)
     cache = opt_prop_def(IntegerAttr)
 
@@ -99,19 +87,18 @@ class ComponentOp(IRDLOperation):
     def verify_(self) -> None:
         if not self.component.data:
             raise VerifyException(f"{self.name} needs a non-empty 'component' label")
-        for name in (*self.INTS, "cache"):
-            attr = self.properties.get(name)
-            if attr is None:
-                continue
-            low = 0 if name in self.ZERO_OK else 1
-            if not isinstance(attr, IntegerAttr) or attr.value.data < low:
-                raise VerifyException(f"{self.name} '{name}' must be an integer >= {low}, got {attr}")
-        precision = self.properties.get("precision")
-        if precision is not None and not is_precision(precision):
-            raise VerifyException(f"{self.name} 'precision' must be {ir_names()}, got {precision}")
+        for setting in (*self.SETTINGS, CACHE):
+            attr = self.properties.get(setting.name)
+            error = None if attr is None else setting.error(attr)
+            if error is not None:
+                raise VerifyException(f"{self.name} {error}")
         for v in [*self.operands, *self.results]:
             if not isinstance(v.type, ObjType) and v.type != f64:
                 raise VerifyException(f"{self.name} takes and returns !pyobj.obj, got {v.type}")
+
+
+CACHE = Setting("cache", "int", "runtime", "the results of the last n distinct inputs are kept")
+"""Every component op's result cache (`memoize` sets it)."""
 
 
 def _props(component: str, provider: tuple[str, str], **params) -> dict[str, Attribute]:
@@ -119,7 +106,9 @@ def _props(component: str, provider: tuple[str, str], **params) -> dict[str, Att
     for k, v in params.items():
         if v is None:
             continue
-        props[k] = v if isinstance(v, Attribute) else IntegerAttr(int(v), i64)
+        if not isinstance(v, Attribute):
+            v = FloatAttr(v, f64) if isinstance(v, float) else IntegerAttr(int(v), i64)
+        props[k] = v
     return props
 
 
@@ -146,23 +135,33 @@ def template_fields(template: str) -> list[str]:
     return names
 
 
+GENERATE_SETTINGS = (
+    Setting("max_new_tokens", "int", "call", "at most n new tokens (an extractive reader: its longest span)"),
+    Setting("precision", "precision", "variant", "the model computes in this type"),
+    Setting("passages", "int", "contexts", "the first n passages"),
+    Setting("sentences", "int", "contexts", "the n sentences of each passage sharing most words with the question"),
+    Setting("context_chars", "int", "contexts", "each passage cut to its first n characters"),
+    Setting("context_tokens", "int", "contexts", "the passages together cut to their first n tokens (the tail "
+            "dropped)"),
+    Setting("compress_tokens", "int", "contexts", "the passages brought to n tokens by dropping the sentences "
+            "sharing fewest words with the question"),
+    Setting("layers", "int", "variant", "the model's first k decoder layers, then its head (a trained early exit)"),
+    Setting("token_exit", "int", "variant", "each decoded token leaves at the first trained exit whose top-token "
+            "probability is >= p %", high=100),
+    Setting("repetition_penalty", "float", "call", "the logits of tokens already in the prompt or the answer are "
+            "divided by p (multiplied when negative), as transformers' `repetition_penalty`", low=0),
+)
+"""The generate op's settings, each declared once (docs/components.md has the table)."""
+
+
 @irdl_op_definition
 class GenerateOp(ComponentOp):
     name = "component.generate"
     PROVIDER: ClassVar[str] = "model"
-    INTS: ClassVar[tuple[str, ...]] = ("max_new_tokens", "passages", "sentences", "context_chars", "context_tokens",
-                                       "compress_tokens", "layers", "token_exit")
+    SETTINGS: ClassVar[tuple[Setting, ...]] = GENERATE_SETTINGS
     args = var_operand_def(ObjType)
     model = prop_def(SymbolRefAttr)
-    max_new_tokens = opt_prop_def(IntegerAttr)
-    precision = opt_prop_def(TypeAttribute)
-    passages = opt_prop_def(IntegerAttr)
-    sentences = opt_prop_def(IntegerAttr)
-    context_chars = opt_prop_def(IntegerAttr)
-    context_tokens = opt_prop_def(IntegerAttr)
-    compress_tokens = opt_prop_def(IntegerAttr)
-    layers = opt_prop_def(IntegerAttr)
-    token_exit = opt_prop_def(IntegerAttr)
+    vars().update(properties(GENERATE_SETTINGS))
     template = opt_prop_def(StringAttr)
     inputs = opt_prop_def(ArrayAttr)
     outputs = opt_prop_def(ArrayAttr)
@@ -174,9 +173,6 @@ class GenerateOp(ComponentOp):
 
     def verify_(self) -> None:
         super().verify_()
-        if self.token_exit is not None and self.token_exit.value.data > 100:
-            raise VerifyException(f"{self.name} 'token_exit' is a confidence in percent (1..100), "
-                                  f"got {self.token_exit.value.data}")
         if self.template is None:
             if self.inputs is not None or self.outputs is not None:
                 raise VerifyException(f"{self.name}: 'inputs' and 'outputs' belong to a prompt call (with 'template')")
@@ -195,15 +191,20 @@ class GenerateOp(ComponentOp):
             raise VerifyException(f"{self.name}: 'outputs' must be distinct names, at least one")
 
 
+EMBED_SETTINGS = (
+    Setting("precision", "precision", "variant", "the encoder computes in this type"),
+    Setting("dims", "int", "runtime", "the first n dimensions, renormalised"),
+)
+
+
 @irdl_op_definition
 class EmbedOp(ComponentOp):
     name = "component.embed"
     PROVIDER: ClassVar[str] = "encoder"
-    INTS: ClassVar[tuple[str, ...]] = ("dims",)
+    SETTINGS: ClassVar[tuple[Setting, ...]] = EMBED_SETTINGS
     text = operand_def(ObjType)
     encoder = prop_def(SymbolRefAttr)
-    precision = opt_prop_def(TypeAttribute)
-    dims = opt_prop_def(IntegerAttr)
+    vars().update(properties(EMBED_SETTINGS))
     embedding = result_def(ObjType)
 
     def __init__(self, text: SSAValue, component: str, encoder: str, **params):
@@ -211,20 +212,24 @@ class EmbedOp(ComponentOp):
         super().__init__(operands=[text], result_types=[OBJ], properties=props)
 
 
+RETRIEVE_SETTINGS = (
+    Setting("top_k", "int", "call", "the n best passages", required=True),
+    Setting("preprocess", "int", "call", "text-normalisation level (0: full)", low=0),
+    Setting("terms", "int", "call", "the scoring kernel keeps ceil(n/k) query terms (the rarest)"),
+    Setting("docs", "int", "call", "the scoring kernel scores every k-th document"),
+    Setting("dims", "int", "call", "the scoring kernel keeps ceil(n/k) embedding dimensions"),
+    Setting("precision", "precision", "call", "the similarity kernel computes in this type"),
+)
+
+
 @irdl_op_definition
 class RetrieveOp(ComponentOp):
     name = "component.retrieve"
     PROVIDER: ClassVar[str] = "retriever"
-    INTS: ClassVar[tuple[str, ...]] = ("top_k", "preprocess", "terms", "docs", "dims")
-    ZERO_OK: ClassVar[tuple[str, ...]] = ("preprocess",)
+    SETTINGS: ClassVar[tuple[Setting, ...]] = RETRIEVE_SETTINGS
     query = operand_def(ObjType)
     retriever = prop_def(SymbolRefAttr)
-    top_k = prop_def(IntegerAttr)
-    preprocess = opt_prop_def(IntegerAttr)
-    terms = opt_prop_def(IntegerAttr)
-    docs = opt_prop_def(IntegerAttr)
-    dims = opt_prop_def(IntegerAttr)
-    precision = opt_prop_def(TypeAttribute)
+    vars().update(properties(RETRIEVE_SETTINGS))
     hits = result_def(ObjType)
 
     def __init__(self, query: SSAValue, component: str, retriever: str, top_k: int, **params):

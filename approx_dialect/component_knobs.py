@@ -12,6 +12,8 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from approx_dialect.annotations import AnnotationOp
+from approx_dialect.component import COMPONENT_OPS, ComponentOp
+from approx_dialect.op_settings import Setting
 from approx_dialect.precision import PRECISIONS, ir_names, is_precision
 from approx_dialect.pyobj import const_value
 
@@ -19,13 +21,21 @@ from approx_dialect.pyobj import const_value
 SYMBOL_PARAMETERS = ("model", "encoder", "retriever", "tools", "router", "tool")
 INTEGER_TRANSFORMS = ("param", "memoize")
 
+def _numbers(op: type[ComponentOp]) -> str:
+    return f"`{op.name.split('.')[1]}`: " + ", ".join(s.name for s in op.SETTINGS if s.kind != "precision")
+
+
+def numeric_setting(parameter: str) -> Setting | None:
+    """The declared numeric setting named `parameter` (of any component op), if one is."""
+    found = [s for op in COMPONENT_OPS for s in op.SETTINGS if s.name == parameter and s.kind != "precision"]
+    return found[0] if found else None
+
+
 COMPONENT_TRANSFORMS: dict[str, tuple[str, str]] = {
-    "param": ("`generate`: max_new_tokens, passages, sentences, context_chars, context_tokens, "
-              "compress_tokens, layers (early exit: the first k decoder layers), token_exit (early exit per "
-              "decoded token: at the first trained exit whose top-token probability is >= k %); `embed`: dims; "
-              "`retrieve`: top_k, preprocess, terms, docs, dims",
-              "k in 1..len(values) sets the attribute to values[k-1] (integers); 0 keeps the written "
-              "value (absent: uncut, the model's own)"),
+    "param": ("; ".join(_numbers(op) for op in COMPONENT_OPS if any(s.kind != "precision" for s in op.SETTINGS))
+              + " (each op's declared settings: docs/components.md)",
+              "k in 1..len(values) sets the attribute to values[k-1] (numbers of the setting's kind); 0 keeps "
+              "the written value (absent: uncut, the model's own)"),
     "func_substitute": ("`generate`: model; `embed`: encoder; `retrieve`: retriever; `tool_call`: tools, router; "
                         "`tool_run`: tool",
                         "k calls the cheaper provider values[k-1] (a symbol of the registry); 0 the written one"),
@@ -70,9 +80,12 @@ def _value_kind_error(transform: str, parameter: str, values: ArrayAttr) -> str 
     if transform in INTEGER_TRANSFORMS:
         if transform == "memoize" and parameter != "cache":
             return "memoize sets 'cache' (entries of the component's result cache)"
-        ok = all(isinstance(v, IntegerAttr) and v.value.data >= (0 if parameter == "preprocess" else 1)
-                 for v in vals)
-        return None if ok else f"{transform} values are integers >= 1 (preprocess: >= 0)"
+        setting = numeric_setting(parameter) if transform == "param" else None
+        if setting is not None:
+            errors = [e for v in vals if (e := setting.error(v)) is not None]
+            return f"{transform} values: {errors[0]}" if errors else None
+        ok = all(isinstance(v, IntegerAttr) and v.value.data >= 1 for v in vals)
+        return None if ok else f"{transform} values are integers >= 1"
     return f"transform_type '{transform}' does not apply to component ops"
 
 

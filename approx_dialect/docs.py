@@ -1,6 +1,7 @@
 """docs/transformations.md, generated from the definitions: the table of transform
-types (`transform_types`) and the component ops (`component`). Sits above both, so
-the table itself imports no op."""
+types (`transform_types`) and the component ops (`component`); and the table of the
+component ops' declared settings in docs/components.md (`settings_table`). Sits
+above both, so the table itself imports no op."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from xdsl.irdl import IRDLOperation
 
 from approx_dialect.component import COMPONENT_OPS, ConfidenceOp, FallbackOp
 from approx_dialect.component_knobs import COMPONENT_TRANSFORMS
+from approx_dialect.op_settings import APPLIES
 from approx_dialect.transform_types import TRANSFORM_TYPES
 
 
@@ -57,3 +59,14 @@ def component_table() -> list[str]:
     rows += [f"| `{name}` | {where} | {meaning} |" for name, (where, meaning) in COMPONENT_TRANSFORMS.items()]
     return rows
 
+
+
+def settings_table() -> list[str]:
+    """The table of every component op's declared settings (`SETTINGS`), as docs/components.md
+    holds it (a test keeps the two equal; `python -m approx_dialect settings` prints it)."""
+    rows = ["| op | setting | values (absent: exact) | applied by | what it does |", "|---|---|---|---|---|"]
+    for op in COMPONENT_OPS:
+        for s in op.SETTINGS:
+            rows.append(f"| `{op.name}` | `{s.name}` | {s.values()}{' (required)' if s.required else ''} | "
+                        f"{APPLIES[s.applies]} | {s.doc} |")
+    return rows

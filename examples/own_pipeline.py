@@ -5,10 +5,7 @@ documents, and a tool the program runs; each declares its knobs where it is defi
 
 import os
 
-from frontends import Knob
-from frontends.components.declare import Generate, Prompt, Retrieve, RunTool, Tune
-from frontends.components.llm.openai_backend import OpenAIAnswerModel
-from frontends.components.retrieval import Bm25Retriever
+from frontends import Bm25Retriever, Generate, Knob, OpenAIAnswerModel, Prompt, Retrieve, RunTool, Tune
 
 DOCS = ["The Eiffel Tower is in Paris. It was finished in 1889.", "Mount Everest, in the Himalayas, is 8,849 m high.",
         "The Amazon is the largest rainforest on Earth.", "Ada Lovelace wrote the first computer program.",

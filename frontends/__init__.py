@@ -4,8 +4,14 @@
 `KnobFunction` (numeric kernels JIT-compiled, orchestration code run as Python
 generated from the transformed IR). `components/` holds the answer models, the
 retrievers and the tools; `torch_frontend` the torch models. Imports
-`approx_dialect`, `passes` and `approx_opt`; never `autotuner` or `examples`."""
+`approx_dialect`, `passes` and `approx_opt`; never `autotuner` or `examples`.
 
+A pipeline needs one import: `from frontends import Knob, Generate, Prompt, Retrieve,
+Tune, OpenAIAnswerModel, Bm25Retriever, ...` (`__all__`): the decorator, the component
+declarations, and the providers they call (loaded on first use: torch, transformers and
+the openai client are imported only by a program that uses them)."""
+
+from frontends.components.declare import Embed, Generate, Prompt, Retrieve, RunTool, ToolCall, Tune
 from frontends.decorated import KnobFunction
 from frontends.knob import Knob, get_config
 from frontends.knob_config import (
@@ -19,5 +25,22 @@ from frontends.knob_config import (
     StaticTransform,
 )
 
+_PROVIDERS = {
+    "frontends.components.llm": ("Answer", "AnswerModel", "CausalLM", "ExtractiveReader", "Fallback", "ModelCascade",
+                                 "OpenAIAnswerModel", "SmolLM2"),
+    "frontends.components.retrieval": ("Bm25Retriever", "DenseRetriever", "Hits", "MiniLMEncoder"),
+    "frontends.components.tools": ("KeywordTriage", "EmbeddingTriage", "Tool", "ToolRegistry"),
+}
+_LAZY = {name: module for module, names in _PROVIDERS.items() for name in names}
+
 __all__ = ["Cascade", "DecisionTree", "Knob", "KnobConfig", "KnobError", "KnobFunction", "Memoize", "Param",
-           "SafetyContract", "StaticTransform", "get_config"]
+           "SafetyContract", "StaticTransform", "get_config",
+           "Embed", "Generate", "Prompt", "Retrieve", "RunTool", "ToolCall", "Tune", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'frontends' has no attribute {name!r}")

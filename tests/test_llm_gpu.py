@@ -35,3 +35,26 @@ def test_a_stop_ends_decoding_after_its_token():
     full, _ = decoder(ids, 12)
     stopped, _ = decoder(ids, 12, stop=lambda toks: len(toks) == 5)
     assert stopped == full[:5]
+
+
+def test_compiled_decode_under_a_generation_option_gives_generates_tokens():
+    """With the logits processors of a generation option (`repetition_penalty`), the compiled
+    decode picks the tokens transformers' eager `generate` picks under the same option."""
+    from transformers import GenerationConfig
+
+    from frontends.components.llm.generation import processors
+    from frontends.components.llm.gpu_decode import CompiledGreedy, smollm2_shape
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = smollm2_shape()
+    decoder = CompiledGreedy(model, max_len=1024)
+    gen = torch.Generator().manual_seed(3)
+    for length in (300, 611):
+        ids = torch.randint(100, 49000, (1, length), generator=gen).to("cuda")
+        config = GenerationConfig(max_new_tokens=16, min_new_tokens=16, do_sample=False, num_beams=1, use_cache=True,
+                                  eos_token_id=None, pad_token_id=0, repetition_penalty=1.3)
+        with torch.inference_mode():
+            want = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=config)
+        tokens, _ = decoder(ids, 16, processors=processors(model, {"repetition_penalty": 1.3}, length))
+        assert tokens == want[0, length:].tolist(), length
+        assert tokens != decoder(ids, 16)[0]  # the option changed what was decoded

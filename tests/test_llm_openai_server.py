@@ -76,6 +76,19 @@ def test_reader_behind_the_server_equals_the_local_reader(server):
         assert a.confidence == pytest.approx(b.confidence, rel=1e-9)
 
 
+def test_generation_options_reach_the_served_model(server):
+    """A generation option goes in the request under its declared name and the served
+    model applies it (the local model's answer under the same option); a served model
+    without it refuses it in one line."""
+    remote = OpenAIAnswerModel(server.url, "tiny", timeout=20)
+    a = remote.answer(QUESTION, CONTEXTS, 8, repetition_penalty=1.5)
+    b = causal(0).answer(QUESTION, CONTEXTS, 8, repetition_penalty=1.5)
+    assert (a.text, a.new_tokens, a.tokens_used) == (b.text, b.new_tokens, b.tokens_used)
+    assert a.text != remote.answer(QUESTION, CONTEXTS, 8).text
+    with pytest.raises(ApproxError, match=r"HTTP 400 .*does not take the generation option 'repetition_penalty'"):
+        OpenAIAnswerModel(server.url, "reader", timeout=20).answer(QUESTION, CONTEXTS, 5, repetition_penalty=1.5)
+
+
 def test_timeout_is_one_clear_error_within_seconds(server):
     start = time.monotonic()
     with pytest.raises(ApproxError, match=r"no answer from model 'slow' within 0.5 s \(timeout\)") as err:

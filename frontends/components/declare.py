@@ -25,21 +25,26 @@ A skip (`Tune.skip`) declares what the skipped call returns: one of its inputs
 passed through (`Tune.input(name or index)`) or a constant, so the program goes on.
 `Prompt` is a prompt-level LLM call (a template with `{name}` fields in, text or
 named fields out; the same `component.generate` op, so the same knobs), `RunTool`
-a registered tool the program runs (`component.tool_run`).
+a registered tool the program runs (`component.tool_run`). The keywords of
+`Generate`, `Prompt` and `Embed` are their op's declared settings (`SETTINGS` of
+the op class): a setting declared there is a keyword here.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    FloatAttr,
     IntegerAttr,
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
+    f64,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -53,7 +58,7 @@ from approx_dialect.component import (
     ToolRunOp,
     template_fields,
 )
-from approx_dialect.component_knobs import AnnotationComponentOp
+from approx_dialect.component_knobs import AnnotationComponentOp, numeric_setting
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.precision import attr_of
 from approx_dialect.pyobj import OBJ, ConstOp, const_attr
@@ -95,7 +100,7 @@ class Tune:
     """task_skipping: the input a skipped call returns (a name or an index)."""
 
     @staticmethod
-    def param(parameter: str, *values: int, decided: bool = False) -> "Tune":
+    def param(parameter: str, *values: int | float, decided: bool = False) -> "Tune":
         return Tune(parameter, "param", tuple(values), decided=decided)
 
     @staticmethod
@@ -157,6 +162,9 @@ def attribute(parameter: str, value) -> Attribute:
         return StringAttr(value)
     if parameter in ("inputs", "outputs"):
         return ArrayAttr([StringAttr(v) for v in value])
+    setting = numeric_setting(parameter)
+    if setting is not None and setting.kind == "float" and setting.accepts(value):
+        return FloatAttr(float(value), f64)
     if isinstance(value, int) and not isinstance(value, bool):
         return IntegerAttr(value, i64)
     return SymbolRefAttr(provider_name(value))
@@ -254,37 +262,54 @@ def check_knobs(components: Sequence[Component]) -> None:
                 check_supported(comps[0].OP.name, t.parameter, providers, label)
 
 
-CONTEXT_CUTS = ("passages", "sentences", "context_chars", "context_tokens", "compress_tokens")
+CONTEXT_CUTS = tuple(s.name for s in GenerateOp.SETTINGS if s.applies == "contexts")
 """The generate op's settings that cut its input named contexts (`GenerateSettings.cut`)."""
 
 
+def written(cls: type[Component], label: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings a declaration writes, checked against the declared settings of
+    its op (`SETTINGS`): each keyword is one, of its kind."""
+    declared = {s.name: s for s in cls.OP.SETTINGS}
+    for name, value in settings.items():
+        why = declared[name].value_error(value) if name in declared else \
+            f"{cls.__name__} has no setting '{name}' (its settings: {', '.join(declared)})"
+        if why is not None:
+            raise ApproxError(f"component '{label}': {why}", where="<component>")
+    return {name: settings.get(name) for name in declared}
+
+
+def with_settings(cls: type[Component]) -> type[Component]:
+    """`cls` whose signature shows its op's declared settings (taken as `**settings`) as keywords."""
+    sig = inspect.signature(cls.__init__)
+    params = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD]
+    params += [inspect.Parameter(s.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                 annotation=f"{s.python_type().__name__} | None") for s in cls.OP.SETTINGS]
+    cls.__init__.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    return cls
+
+
+@with_settings
 class Generate(Component):
     """An answer by a model: `answer(question, contexts) -> Answer` (the prompt-level
-    call whose prompt is the model's own QA prompt; `Prompt` takes a template)."""
+    call whose prompt is the model's own QA prompt; `Prompt` takes a template). Its
+    keywords are the generate op's settings (`GenerateOp.SETTINGS`), as written."""
 
     OP = GenerateOp
     INPUTS = ("question", "contexts")
 
-    def __init__(self, label: str, model, *, tune: Sequence[Tune] = (), max_new_tokens: int | None = None,
-                 passages: int | None = None, sentences: int | None = None, context_chars: int | None = None,
-                 context_tokens: int | None = None, compress_tokens: int | None = None,
-                 precision: str | None = None, layers: int | None = None, token_exit: int | None = None):
-        super().__init__(label, model, dict(max_new_tokens=max_new_tokens, passages=passages, sentences=sentences,
-                                            context_chars=context_chars, context_tokens=context_tokens,
-                                            compress_tokens=compress_tokens, precision=precision, layers=layers,
-                                            token_exit=token_exit),
-                         list(tune))
+    def __init__(self, label: str, model, *, tune: Sequence[Tune] = (), **settings):
+        super().__init__(label, model, written(Generate, label, settings), list(tune))
 
 
+@with_settings
 class Embed(Component):
-    """An embedding: `encoder(text) -> np.ndarray`."""
+    """An embedding: `encoder(text) -> np.ndarray`; its keywords are the embed op's settings."""
 
     OP = EmbedOp
     INPUTS = ("text",)
 
-    def __init__(self, label: str, encoder, *, tune: Sequence[Tune] = (), dims: int | None = None,
-                 precision: str | None = None):
-        super().__init__(label, encoder, dict(dims=dims, precision=precision), list(tune))
+    def __init__(self, label: str, encoder, *, tune: Sequence[Tune] = (), **settings):
+        super().__init__(label, encoder, written(Embed, label, settings), list(tune))
 
 
 class Retrieve(Component):
@@ -307,21 +332,20 @@ class ToolCall(Component):
         super().__init__(label, tools, dict(router=router), list(tune))
 
 
+@with_settings
 class Prompt(Component):
     """A prompt-level LLM call: `call(*inputs) -> Answer`, one argument per `{name}`
     field of `template` (in order of first use), the answer's text its first output
     and each of `outputs` an attribute (`rewrite(q).query`), read from `name: value`
     lines when there are several. An input named `contexts` (a list of passages) is
     what the context cuts (`CONTEXT_CUTS`) act on. The model
-    must take a free prompt (`supports` has "template"); others are refused here."""
+    must take a free prompt (`supports` has "template"); others are refused here.
+    Its other keywords are the generate op's settings, as for `Generate`."""
 
     OP = GenerateOp
 
     def __init__(self, label: str, model, *, template: str, outputs: Sequence[str] = ("text",),
-                 tune: Sequence[Tune] = (), max_new_tokens: int | None = None, passages: int | None = None,
-                 sentences: int | None = None, context_chars: int | None = None, context_tokens: int | None = None,
-                 compress_tokens: int | None = None, precision: str | None = None, layers: int | None = None,
-                 token_exit: int | None = None):
+                 tune: Sequence[Tune] = (), **settings):
         where = f"component '{label}'"
         try:
             fields = template_fields(template) if isinstance(template, str) else None
@@ -335,19 +359,15 @@ class Prompt(Component):
         if not outputs or not all(isinstance(o, str) and o.isidentifier() for o in outputs) \
                 or len(set(outputs)) != len(outputs):
             raise ApproxError(f"{where}: outputs are distinct names, at least one, got {outputs}", where="<component>")
-        written = dict(passages=passages, sentences=sentences, context_chars=context_chars,
-                       context_tokens=context_tokens, compress_tokens=compress_tokens)
-        cuts = [c for c, v in written.items() if v is not None] + [t.parameter for t in tune
-                                                                  if t.parameter in CONTEXT_CUTS]
+        attributes = written(Prompt, label, settings)
+        cuts = [c for c in CONTEXT_CUTS if attributes[c] is not None] + [t.parameter for t in tune
+                                                                         if t.parameter in CONTEXT_CUTS]
         if cuts and "contexts" not in fields:
             raise ApproxError(f"{where}: '{cuts[0]}' cuts the input named contexts, and the template has none",
                               where="<component>")
         self.INPUTS = tuple(fields)
-        super().__init__(label, model, dict(max_new_tokens=max_new_tokens, **written, precision=precision,
-                                            layers=layers, token_exit=token_exit, template=template,
-                                            inputs=tuple(fields),
-                                            outputs=tuple(outputs)),
-                         list(tune))
+        super().__init__(label, model, dict(attributes, template=template, inputs=tuple(fields),
+                                            outputs=tuple(outputs)), list(tune))
         for provider in self.providers():  # a substitute or cascade stage must take the prompt too
             check_supported(self.OP.name, "template", [provider], label)
 

@@ -2,11 +2,12 @@
 built from the op's attributes (symbols as registry names, precision types as
 backend names, `approx_dialect.precision`) and handed whole to the provider.
 
-Each settings class says which of its settings the provider applies
-(`PROVIDER_SETTINGS`: a provider lists those it has in its `supports`); the
-others the runtime applies itself, the same for every provider (the context
-cuts, an embedding's dimensions, top-k, the result cache). A setting a
-provider does not support is refused where the program is declared
+The fields are the op's declared settings (`SETTINGS` of its op class, added by
+`declared`), so a setting declared on the op is a field here with nothing else to
+write. Those the provider applies (`PROVIDER_SETTINGS`: per call or by a variant)
+it lists in its `supports`; the others the runtime applies itself, the same for
+every provider (the context cuts, an embedding's dimensions, the result cache).
+A setting a provider does not support is refused where the program is declared
 (`check_supported`), never silently dropped by the provider or failing late.
 """
 
@@ -14,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, StringAttr, SymbolRefAttr
 from xdsl.ir import Attribute
 
+from approx_dialect.component import ComponentOp, EmbedOp, GenerateOp, RetrieveOp
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.op_settings import Setting
 from approx_dialect.precision import backend_of, is_precision
 
 
@@ -31,8 +34,12 @@ class Settings:
     OP: ClassVar[str] = ""
     PROVIDER: ClassVar[str] = ""  # the attribute naming the op's provider
     PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset()  # applied by the provider, if it supports them
+    DECLARED: ClassVar[tuple[Setting, ...]] = ()  # the op's declared settings (fields of this class)
     cache: int | None = None
     label: str = field(default="", compare=False)  # the op's `component` label: where its time is counted
+
+    if TYPE_CHECKING:  # the declared settings are fields added by `declared`
+        def __getattr__(self, name: str) -> Any: ...
 
     @classmethod
     def from_properties(cls, properties: dict[str, Attribute]) -> Settings:
@@ -65,33 +72,51 @@ class Settings:
         drop = {k: None for k in self.provider_settings() if k not in supports(provider)}
         return self.__class__(**{**self.__dict__, **drop}) if drop else self
 
+    def applied(self, applies: str) -> dict[str, Any]:
+        """The declared settings applied as `applies` (call, variant, ...) that this op sets."""
+        return {s.name: getattr(self, s.name) for s in self.DECLARED
+                if s.applies == applies and getattr(self, s.name) is not None}
+
+
+def declared(op: type[ComponentOp], extra: frozenset[str] = frozenset()):
+    """A class decorator (under `@dataclass`): the settings `op` declares become fields
+    (None: absent), and those its provider applies (per call, by a variant; required
+    ones aside: every provider takes them) with `extra` its PROVIDER_SETTINGS."""
+    def add(cls):
+        if "__annotations__" not in cls.__dict__:
+            cls.__annotations__ = {}
+        annotations = cls.__dict__["__annotations__"]
+        for s in op.SETTINGS:
+            annotations[s.name] = s.python_type() if s.required else s.python_type() | None
+            setattr(cls, s.name, s.python_type()() if s.required else None)
+        cls.OP, cls.DECLARED = op.name, op.SETTINGS
+        cls.PROVIDER_SETTINGS = extra | {s.name for s in op.SETTINGS
+                                         if s.applies in ("call", "variant") and not s.required}
+        return cls
+
+    return add
+
 
 @dataclass(frozen=True)
+@declared(GenerateOp, extra=frozenset({"template"}))
 class GenerateSettings(Settings):
-    """`component.generate`: the model answers with at most `max_new_tokens` tokens, in
-    `precision`, with its first `layers` layers (an early exit), each decoded token leaving at
-    a trained exit whose top-token probability is >= `token_exit` %; the contexts are cut
-    (`cut`) before it reads them. With a `template` (a prompt-level call: a model
-    that `supports` it completes a free prompt), `inputs` names the operands and
-    `outputs` the fields of the answer."""
+    """`component.generate`: the model answers under the op's declared settings: its
+    generation options (`generation()`: at most `max_new_tokens` tokens, ...), passed
+    to the model whole, and the variant its precision, layers and token exit select;
+    the contexts are cut (`cut`) before it reads them. With a `template` (a
+    prompt-level call: a model that `supports` it completes a free prompt), `inputs`
+    names the operands and `outputs` the fields of the answer."""
 
-    OP: ClassVar[str] = "component.generate"
     PROVIDER: ClassVar[str] = "model"
-    PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset({"max_new_tokens", "precision", "layers", "template",
-                                                             "token_exit"})
     model: str = ""
     template: str | None = None
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
-    max_new_tokens: int | None = None
-    precision: str | None = None
-    layers: int | None = None
-    token_exit: int | None = None
-    passages: int | None = None
-    sentences: int | None = None
-    context_chars: int | None = None
-    context_tokens: int | None = None
-    compress_tokens: int | None = None
+
+    def generation(self) -> dict[str, Any]:
+        """The generation options this op sets (its declared per-call settings), as the
+        model takes them: `model.answer(question, contexts, **options)`."""
+        return self.applied("call")
 
     def cut(self, question: str, contexts: Sequence, spans=None) -> list:
         """The contexts the model reads (`llm.context_cuts`): the `sentences` of each
@@ -115,32 +140,22 @@ class GenerateSettings(Settings):
 
 
 @dataclass(frozen=True)
+@declared(EmbedOp)
 class EmbedSettings(Settings):
     """`component.embed`: the encoder in `precision`; the first `dims` dimensions kept."""
 
-    OP: ClassVar[str] = "component.embed"
     PROVIDER: ClassVar[str] = "encoder"
-    PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset({"precision"})
     encoder: str = ""
-    precision: str | None = None
-    dims: int | None = None
 
 
 @dataclass(frozen=True)
+@declared(RetrieveOp)
 class RetrieveSettings(Settings):
     """`component.retrieve`: `top_k` hits; the retriever's own knobs (preprocessing
     level, its scoring kernel's terms / docs / dims / precision)."""
 
-    OP: ClassVar[str] = "component.retrieve"
     PROVIDER: ClassVar[str] = "retriever"
-    PROVIDER_SETTINGS: ClassVar[frozenset[str]] = frozenset({"preprocess", "terms", "docs", "dims", "precision"})
     retriever: str = ""
-    top_k: int = 0
-    preprocess: int | None = None
-    terms: int | None = None
-    docs: int | None = None
-    dims: int | None = None
-    precision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -233,6 +248,8 @@ def _value(name: str, attr: Attribute):
         return attr.root_reference.data
     if isinstance(attr, IntegerAttr):
         return int(attr.value.data)
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
     if isinstance(attr, StringAttr):
         return attr.data
     if isinstance(attr, ArrayAttr) and all(isinstance(a, StringAttr) for a in attr.data):

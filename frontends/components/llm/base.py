@@ -1,8 +1,15 @@
 """What every answer model shares: the `Answer` it returns, the `AnswerModel`
-interface (`answer(question, contexts, max_new_tokens)`; `answer_with(question,
-contexts, settings)` for a `component.generate` op), the prompt format that
-generative backends and the OpenAI-compatible server agree on (the cuts of the
-contexts before a model reads them are in `context_cuts`).
+interface (`answer(question, contexts, max_new_tokens, **options)`;
+`answer_with(question, contexts, settings)` for a `component.generate` op), the
+prompt format that generative backends and the OpenAI-compatible server agree on
+(the cuts of the contexts before a model reads them are in `context_cuts`).
+
+Generation options (`GENERATION`: the generate op's declared per-call settings,
+`max_new_tokens` aside) reach a model as keywords, `answer(..., **options)`, as
+DSPy's `Predict(signature, **config)` and transformers' `GenerationConfig` take
+them: a backend passes on those it `supports` (transformers models by name to
+their generation config, an endpoint in its request), so a new option needs no
+new model variant and no new parameter anywhere in between.
 
 Why one interface: the QA systems swap a local reader, a `transformers` causal LM
 and an HTTP endpoint for each other (cascades, fallbacks) without
@@ -17,8 +24,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from approx_dialect.component import GenerateOp
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.op_settings import named
 from frontends.components.llm.prompting import first_line, read_fields
+
+GENERATION = frozenset(named(GenerateOp.SETTINGS, "call"))
+"""The generation options of a generate op (its declared per-call settings)."""
 
 
 @dataclass(frozen=True)
@@ -72,23 +84,24 @@ class AnswerModel(ABC):
 
     def answer_with(self, question: str, contexts: Sequence, settings) -> Answer:
         """The answer under a generate op's settings (contexts already cut): the
-        variant its precision and layers select, at most its max_new_tokens."""
-        return self.variant_for(settings).answer(question, contexts, settings.max_new_tokens)
+        variant its variant settings select, with its generation options."""
+        return self.variant_for(settings).answer(question, contexts, **settings.generation())
 
     def complete_with(self, prompt: str, outputs, settings) -> Answer:
-        """A prompt-level call under a generate op's settings: the variant its precision
-        and layers select completes `prompt`; `outputs` are read from what it wrote."""
-        return self.variant_for(settings).complete(prompt, outputs, settings.max_new_tokens)
+        """A prompt-level call under a generate op's settings: the variant they select
+        completes `prompt` with their generation options; `outputs` are read from it."""
+        return self.variant_for(settings).complete(prompt, outputs, **settings.generation())
 
-    def complete(self, prompt: str, outputs=("text",), max_new_tokens: int | None = None) -> Answer:
+    def complete(self, prompt: str, outputs=("text",), max_new_tokens: int | None = None, **options) -> Answer:
         """The model's completion of a free prompt, timed; its text and fields are the
         outputs read from it (`prompting.read_fields`). Only models whose `supports`
         has "template" take a free prompt (declarations of others are refused)."""
         if "template" not in self.supports:
             raise ApproxError(f"'{self.name}' cannot take a free prompt", where=self.name)
+        self.check_options(options)
         start = time.perf_counter()
         try:
-            ans = self._complete(prompt, max_new_tokens, one_line=len(outputs) == 1)
+            ans = self._complete(prompt, max_new_tokens, one_line=len(outputs) == 1, **options)
         except ApproxError:
             raise
         except Exception as err:  # a backend's bug or crash: one line naming the model
@@ -99,7 +112,7 @@ class AnswerModel(ABC):
         return replace(ans, text=text, fields=tuple(fields.items()), seconds=time.perf_counter() - start,
                        stages=ans.stages or ((ans.model, ans.confidence),))
 
-    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool) -> Answer:
+    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool, **options) -> Answer:
         """What the model writes after `prompt` (models that take free prompts override it;
         `one_line`: only the first line is read, so decoding may stop at its end)."""
         raise ApproxError(f"'{self.name}' cannot take a free prompt", where=self.name)
@@ -114,16 +127,29 @@ class AnswerModel(ABC):
 
     def variant_for(self, settings) -> AnswerModel:
         """The model itself: it has no variants (see `Variants` for models that do)."""
-        if settings.precision is not None or settings.layers is not None:
-            raise ApproxError(f"'{self.name}' has no precision or early-exit variants", where=self.name)
+        if settings.applied("variant"):
+            raise ApproxError(f"'{self.name}' has no variants ({', '.join(settings.applied('variant'))})",
+                              where=self.name)
         return self
 
-    def answer(self, question: str, contexts: Sequence[str], max_new_tokens: int | None = None) -> Answer:
+    def check_options(self, options: dict) -> None:
+        """An ApproxError for a generation option this model does not pass on (not in its `supports`)."""
+        refused = sorted(set(options) - (self.supports & GENERATION))
+        if refused:
+            takes = ", ".join(sorted(self.supports & GENERATION)) or "none"
+            raise ApproxError(f"'{self.name}' does not take the generation option '{refused[0]}' (it takes {takes})",
+                              where=self.name)
+
+    def answer(self, question: str, contexts: Sequence[str], max_new_tokens: int | None = None,
+               **options) -> Answer:
+        """The answer, timed, with at most `max_new_tokens` new tokens and the generation
+        `options` (keywords: those of `GENERATION` the model `supports`)."""
         if max_new_tokens is not None and max_new_tokens < 1:
             raise ApproxError(f"max_new_tokens must be >= 1, got {max_new_tokens}", where=self.name)
+        self.check_options(options)
         start = time.perf_counter()
         try:
-            ans = self._answer(question, list(contexts), max_new_tokens)
+            ans = self._answer(question, list(contexts), max_new_tokens, **options)
         except ApproxError:
             raise
         except Exception as err:  # a backend's bug or crash: one line naming the model, for Fallback/ModelCascade
@@ -134,7 +160,8 @@ class AnswerModel(ABC):
 
     @abstractmethod
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
-        """The answer (its `seconds` is filled in by `answer`)."""
+        """The answer (its `seconds` is filled in by `answer`). A model that `supports`
+        generation options takes them as keywords too (`**options`): only those are passed."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -181,4 +208,5 @@ def parse_prompt(prompt: str) -> tuple[str, list[str]]:
     return question, [t.rstrip("\n") for t in parts[2::2]]
 
 
-__all__ = ["Answer", "AnswerModel", "first_line", "build_prompt", "parse_prompt", "fallback_answer", "check_answer"]
+__all__ = ["Answer", "AnswerModel", "GENERATION", "first_line", "build_prompt", "parse_prompt", "fallback_answer",
+           "check_answer"]

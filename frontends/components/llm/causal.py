@@ -1,7 +1,9 @@
 """Any Hugging Face `transformers` causal LM from a local folder as an answer
 model, with greedy decoding written as an explicit loop (KV cache, one token per
 step) so that `max_new_tokens` is exactly the truncation of that loop: the
-output at n tokens is the first n tokens of the output at N > n.
+output at n tokens is the first n tokens of the output at N > n. Generation
+options (`repetition_penalty`, ...) choose each token after the logits processors
+transformers' `generate` builds for them (`generation.processors`).
 
 Confidence = geometric mean of the chosen tokens' probabilities
 (exp of the mean log-probability), the usual length-normalised sequence score.
@@ -19,6 +21,7 @@ import torch
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
+from frontends.components.llm.generation import processors, transformers_options
 from frontends.components.variants import Variants
 
 DEFAULT_MAX_NEW_TOKENS = 32
@@ -37,7 +40,7 @@ class Generation:
 
 
 class CausalLM(Variants, AnswerModel):
-    supports = frozenset({"max_new_tokens", "precision", "template"})
+    supports = frozenset({"precision", "template"}) | transformers_options()
 
     def __init__(self, model, tokenizer, name: str = "causal-lm", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
@@ -70,9 +73,11 @@ class CausalLM(Variants, AnswerModel):
         return getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
 
     @torch.inference_mode()
-    def generate(self, prompt: str, max_new_tokens: int | None = None, stop: tuple[str, ...] = ()) -> Generation:
+    def generate(self, prompt: str, max_new_tokens: int | None = None, stop: tuple[str, ...] = (),
+                 **options) -> Generation:
         """Greedy continuation of `prompt`: at most `max_new_tokens` tokens, ending
-        early at EOS (counted) or when a `stop` string appears (cut before it)."""
+        early at EOS (counted) or when a `stop` string appears (cut before it); each
+        token chosen under the generation `options`."""
         n = max_new_tokens or self.max_new_tokens
         ids = self.tokenizer(prompt, return_tensors="pt")["input_ids"]
         window = self.context_window()
@@ -80,11 +85,17 @@ class CausalLM(Variants, AnswerModel):
             if n >= window:
                 raise ApproxError(f"max_new_tokens {n} does not fit the context window of {window}", where=self.name)
             ids = ids[:, -(window - n):]  # keep the end of the prompt (the question)
-        past, step, out, lps, finish = None, ids, [], [], "length"
+        out: list[int] = []
+        past, step, lps, finish = None, ids, [], "length"
+        process = processors(self.model, options, int(ids.shape[1]))
         for _ in range(n):
             result = self.model(input_ids=step, past_key_values=past, use_cache=True)
             logp = torch.log_softmax(result.logits[0, -1].float(), dim=-1)
-            nxt = int(torch.argmax(logp))
+            scores = logp  # the token as `generate` chooses it; its log-probability is the model's
+            if process is not None:
+                seen = torch.cat([ids, torch.tensor([out], dtype=ids.dtype)], 1)
+                scores = process(seen, result.logits[:, -1].float())
+            nxt = int(torch.argmax(scores))
             out.append(nxt)
             lps.append(float(logp[nxt]))
             if nxt in self.eos:
@@ -103,13 +114,13 @@ class CausalLM(Variants, AnswerModel):
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
-        g = self.generate(build_prompt(question, contexts), max_new_tokens)
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None, **options) -> Answer:
+        g = self.generate(build_prompt(question, contexts), max_new_tokens, **options)
         return Answer(first_line(g.text), sequence_confidence(g.logprobs), g.prompt_tokens + len(g.token_ids),
                       0.0, self.name, new_tokens=len(g.token_ids))
 
-    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool) -> Answer:
-        g = self.generate(prompt, max_new_tokens, ("\n",) if one_line else ())
+    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool, **options) -> Answer:
+        g = self.generate(prompt, max_new_tokens, ("\n",) if one_line else (), **options)
         return Answer(g.text, sequence_confidence(g.logprobs), g.prompt_tokens + len(g.token_ids), 0.0, self.name,
                       new_tokens=len(g.token_ids))
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from approx_dialect.cascade import decode
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.llm.base import Answer, AnswerModel
+from frontends.components.llm.base import GENERATION, Answer, AnswerModel
 
 
 def _confidence_of(answer: Answer) -> float | None:
@@ -44,6 +44,11 @@ class ModelCascade(AnswerModel):
         self.confidence = confidence or _confidence_of
         self.name = name or "cascade(" + ", ".join(m.name for m in [*self.variants, exact]) + ")"
 
+    @property
+    def supports(self) -> frozenset[str]:  # type: ignore[override]
+        """The generation options every model of the cascade takes (it builds no variants)."""
+        return GENERATION.intersection(*(m.supports for m in [*self.variants, self.exact]))
+
     def plan(self) -> tuple[list[AnswerModel], float | None]:
         """(models in the order they may be asked, acceptance threshold)."""
         decoded = decode(self.knob, len(self.variants), len(self.thresholds))
@@ -52,13 +57,13 @@ class ModelCascade(AnswerModel):
         start, t_index = decoded
         return [*self.variants[start - 1:], self.exact], self.thresholds[t_index]
 
-    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None, **options) -> Answer:
         models, threshold = self.plan()
         stages, tokens, errors = [], 0, []
         for i, model in enumerate(models):
             last = i == len(models) - 1
             try:
-                ans = model.answer(question, contexts, max_new_tokens)
+                ans = model.answer(question, contexts, max_new_tokens, **options)
             except ApproxError as err:  # a failed variant is not confident: ask the next (last: the exact model)
                 if last:
                     raise
@@ -95,19 +100,20 @@ class Fallback(AnswerModel):
 
     def variant_for(self, settings) -> Fallback:
         """Both models' variants for `settings` (each keeps its own, so this is cheap)."""
-        if settings.precision is None and settings.layers is None:
+        if not settings.applied("variant"):
             return self
         return Fallback(self.primary.variant_for(settings), self.recover.variant_for(settings),
                         self.checker, self.errors, self.name)
 
-    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
-        return self._either(lambda model: model.answer(question, contexts, max_new_tokens))
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None, **options) -> Answer:
+        return self._either(lambda model: model.answer(question, contexts, max_new_tokens, **options))
 
-    def complete(self, prompt: str, outputs=("text",), max_new_tokens: int | None = None) -> Answer:
+    def complete(self, prompt: str, outputs=("text",), max_new_tokens: int | None = None, **options) -> Answer:
         """A prompt-level call: the primary's completion, else the recovery's."""
         if "template" not in self.supports:
             raise ApproxError(f"'{self.name}' cannot take a free prompt", where=self.name)
-        return self._either(lambda model: model.complete(prompt, outputs, max_new_tokens))
+        self.check_options(options)
+        return self._either(lambda model: model.complete(prompt, outputs, max_new_tokens, **options))
 
     def _either(self, ask: Callable[[AnswerModel], Answer]) -> Answer:
         try:

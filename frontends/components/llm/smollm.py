@@ -8,9 +8,12 @@ take seconds. The adapters (an `.npz` written by `examples/train_llm.py`, whose
 path the caller gives) are kept beside the base weights, never merged into them.
 
 Parameters, each exact at its default (the answer component's knobs set them):
-- `max_new_tokens` (per call): greedy `model.generate` with the KV cache, so n
-  tokens are the first n of a longer output; decoding ends at the answer's end
-  (end of turn or sequence, or the line break after it: the answer is the first line);
+- `max_new_tokens` and the other generation options (per call, `base.GENERATION`:
+  those transformers' `GenerationConfig` knows, passed to it by name): greedy
+  `model.generate` with the KV cache, so n tokens are the first n of a longer
+  output; decoding ends at the answer's end (end of turn or sequence, or the line
+  break after it: the answer is the first line); the per-token exit and the GPU
+  decode apply the options' logits processors (`generation.processors`);
 - `variant(precision=p)`: the model computing in p (`approx_dialect.precision`; int8:
   weight-only, its linear maps' weights in int8 per output channel, the activations in
   INT8_ACTIVATIONS, `int8.quantise_linears`);
@@ -44,6 +47,7 @@ from frontends.components.folders import cache_dir
 from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.causal import sequence_confidence
+from frontends.components.llm.generation import processors, transformers_options
 from frontends.components.llm.int8 import quantise_linears
 from frontends.components.llm.span_model import LoRALinear
 from frontends.components.llm.token_exit import greedy
@@ -240,7 +244,7 @@ class SmolLM2(Variants, AnswerModel):
     task's adapters come with their `prompt`); variants (`variant(precision, layers)`)
     are built once and share the loaded weights."""
 
-    supports = frozenset({"max_new_tokens", "precision", "layers", "template", "token_exit"})
+    supports = frozenset({"precision", "layers", "template", "token_exit"}) | transformers_options()
     precisions = FLOATS | {"int8"}
     compiled_decode = True  # on CUDA: decode with `gpu_decode` (False: transformers' eager generate, the reference)
     token_exit: int | None = None  # percent: a token's exit confidence threshold (None: every token from the top)
@@ -316,15 +320,17 @@ class SmolLM2(Variants, AnswerModel):
 
     # -- answering
     @torch.inference_mode()
-    def generate(self, question: str, contexts, max_new_tokens: int | None = None, stop_at_line_end: bool = True):
-        """(token ids, log-probabilities, prompt tokens): greedy decoding with the KV cache,
-        ending at end of turn / sequence (`stop_ids`) or, with `stop_at_line_end`, at the
-        line break that ends the answer (the answer is the first line: tokens after it
-        would be thrown away)."""
-        return self.generate_turn(self.prompt(question, contexts), max_new_tokens, stop_at_line_end)
+    def generate(self, question: str, contexts, max_new_tokens: int | None = None, stop_at_line_end: bool = True,
+                 **options):
+        """(token ids, log-probabilities, prompt tokens): greedy decoding with the KV cache
+        under the generation `options`, ending at end of turn / sequence (`stop_ids`) or,
+        with `stop_at_line_end`, at the line break that ends the answer (the answer is
+        the first line: tokens after it would be thrown away)."""
+        return self.generate_turn(self.prompt(question, contexts), max_new_tokens, stop_at_line_end, **options)
 
     @torch.inference_mode()
-    def generate_turn(self, content: str, max_new_tokens: int | None = None, stop_at_line_end: bool = True):
+    def generate_turn(self, content: str, max_new_tokens: int | None = None, stop_at_line_end: bool = True,
+                      **options):
         """`generate` for the user turn `content` (a free prompt)."""
         from transformers import GenerationConfig, StoppingCriteriaList
 
@@ -336,20 +342,21 @@ class SmolLM2(Variants, AnswerModel):
             raise ApproxError(f"prompt of {ids.shape[1]} tokens + {n} new tokens exceeds the context window "
                               f"of {window}", where=self.name)
         if self.token_exit is not None:
-            out = greedy(self.model, ids, n, self.token_exit / 100, self.exits, self.stop_rule(stop_at_line_end))
+            out = greedy(self.model, ids, n, self.token_exit / 100, self.exits, self.stop_rule(stop_at_line_end),
+                         processors=processors(self.model, options, ids.shape[1]))
             return out.tokens, out.logps, int(ids.shape[1])
         if self.model.device.type == "cuda" and self.compiled_decode:
-            return (*self._compiled_generate(ids, n, stop_at_line_end), int(ids.shape[1]))
+            return (*self._compiled_generate(ids, n, stop_at_line_end, options), int(ids.shape[1]))
         config = GenerationConfig(max_new_tokens=n, do_sample=False, num_beams=1, use_cache=True,
                                   eos_token_id=self.eos, pad_token_id=self.eos[0],
-                                  output_logits=True, return_dict_in_generate=True)
+                                  output_logits=True, return_dict_in_generate=True, **options)
         stops = StoppingCriteriaList([LineEnd(self.tokenizer, ids.shape[1])] if stop_at_line_end else [])
         out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config, stopping_criteria=stops)
         new = out.sequences[0, ids.shape[1]:].tolist()
         logps = [float(torch.log_softmax(step[0].float(), -1)[t]) for step, t in zip(out.logits, new)]
         return new, logps, int(ids.shape[1])
 
-    def _compiled_generate(self, ids, n: int, stop_at_line_end: bool):
+    def _compiled_generate(self, ids, n: int, stop_at_line_end: bool, options: dict):
         """On CUDA: the same greedy tokens by a static KV cache and a compiled decode step
         (`gpu_decode.CompiledGreedy`, one per variant, compiled on its first call)."""
         from frontends.components.llm.gpu_decode import CompiledGreedy
@@ -359,14 +366,14 @@ class SmolLM2(Variants, AnswerModel):
         if decoder is None:
             window = min(self.model.config.max_position_embeddings, GPU_CACHE_TOKENS)
             decoder = decoders[id(self.model)] = CompiledGreedy(self.model, max_len=window)
-        return decoder(ids, n, self.stop_rule(stop_at_line_end))
+        return decoder(ids, n, self.stop_rule(stop_at_line_end), processors(self.model, options, ids.shape[1]))
 
-    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
-        new, logps, prompt = self.generate(question, contexts, max_new_tokens)
+    def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None, **options) -> Answer:
+        new, logps, prompt = self.generate(question, contexts, max_new_tokens, **options)
         text = first_line(self.tokenizer.decode(new, skip_special_tokens=True))
         return Answer(text, sequence_confidence(logps), prompt + len(new), 0.0, self.name, new_tokens=len(new))
 
-    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool) -> Answer:
-        new, logps, n_prompt = self.generate_turn(prompt, max_new_tokens, one_line)
+    def _complete(self, prompt: str, max_new_tokens: int | None, one_line: bool, **options) -> Answer:
+        new, logps, n_prompt = self.generate_turn(prompt, max_new_tokens, one_line, **options)
         return Answer(self.tokenizer.decode(new, skip_special_tokens=True), sequence_confidence(logps),
                       n_prompt + len(new), 0.0, self.name, new_tokens=len(new))

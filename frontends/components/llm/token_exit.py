@@ -38,12 +38,14 @@ class Decoded:
 
 
 def greedy(model, ids: torch.Tensor, n: int, threshold: float | None, exits: Sequence[int],
-           stop: Callable[[list[int]], bool], cache=None) -> Decoded:
+           stop: Callable[[list[int]], bool], cache=None, processors=None) -> Decoded:
     """At most `n` greedy tokens after the prompt `ids` ([1, L]) with the KV cache (an
     empty transformers `DynamicCache`, a new one when None), ending after the first token
     for which `stop(tokens so far)` holds. A token leaves at the first of `exits` (depths
     below the model's own) whose top-token probability is >= `threshold`; None never
-    exits (every token from the top, as `generate` gives)."""
+    exits (every token from the top, as `generate` gives). With `processors` (transformers'
+    logits processors of the call's generation options) every exit's and the top's
+    logits are read after them, in float32, as `generate` reads the top's."""
     from transformers import DynamicCache
 
     depth = len(model.model.layers)
@@ -57,20 +59,29 @@ def greedy(model, ids: torch.Tensor, n: int, threshold: float | None, exits: Seq
         tokens: list[int] = []
         logps: list[float] = []
         depths: list[int] = []
+
+        def chosen(raw: torch.Tensor) -> torch.Tensor:
+            if processors is None:
+                return raw
+            seen = torch.cat([ids, torch.tensor([tokens], dtype=ids.dtype, device=ids.device)], 1)
+            return processors(seen, raw.reshape(1, -1).float())[0]
+
         while True:
-            token = int(logits.argmax(-1))
+            token = int(chosen(logits).argmax(-1))
             tokens.append(token)
             logps.append(float(torch.log_softmax(logits.float(), -1)[token]))
             depths.append(at)
             if len(tokens) >= n or stop(tokens):
                 return Decoded(tokens, logps, depths)
             position = ids.shape[1] + len(tokens) - 1
-            logits, at = _step(model, token, position, cache, checks, threshold)
+            logits, at = _step(model, token, position, cache, checks, threshold, chosen)
 
 
-def _step(model, token: int, position: int, cache, checks: list[int], threshold: float | None):
+def _step(model, token: int, position: int, cache, checks: list[int], threshold: float | None,
+          chosen: Callable[[torch.Tensor], torch.Tensor] = lambda raw: raw):
     """(logits, depth) of one decoded token: layer by layer, leaving at the first
-    confident exit of `checks` (its skipped layers' K/V filled), else at the top."""
+    confident exit of `checks` (its skipped layers' K/V filled), else at the top; an
+    exit's confidence is read from `chosen(its logits)`."""
     inner = model.model
     keyword = cache_keyword(inner.layers[0])
     device = inner.embed_tokens.weight.device
@@ -82,7 +93,7 @@ def _step(model, token: int, position: int, cache, checks: list[int], threshold:
                        position_embeddings=rotary, **{keyword: cache})
         if i + 1 in checks:
             logits = exit_logits(model, i + 1, hidden)
-            if float(torch.softmax(logits.float(), -1).max()) >= threshold:
+            if float(torch.softmax(chosen(logits).float(), -1).max()) >= threshold:
                 _fill_skipped(inner.layers[i + 1:], hidden, rotary, cache)
                 return logits, i + 1
     return model.lm_head(inner.norm(hidden))[0, -1], len(inner.layers)
