@@ -7,8 +7,9 @@ import every other package of the toolchain (programs, metrics, components) and
 drives programs only through the `Program` protocol (`approx_opt.program`).
 
 The public surface is what this module exports (`__all__`), besides the QoS
-functions (`autotuner.metrics`), the report (`autotuner.report`) and the
-decision-tree learner (`autotuner.decision_tree`); the `_`-prefixed modules are
+functions (`autotuner.metrics`), the report (`autotuner.report`), the
+decision-tree learner (`autotuner.decision_tree`) and the search strategy for
+programs of component calls (`autotuner.strategy`: its constants and hooks); the `_`-prefixed modules are
 the search's internals: `_sampling` (samplers, seeded per trial, repeats
 avoided), `_objective` (staged evaluation of one trial), `_optimize` (the trial
 loop and when it stops), `_seeding` (first trials, re-runs), `_records` (what

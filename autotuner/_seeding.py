@@ -30,6 +30,20 @@ def enqueue_seeds(study: optuna.Study, space: SearchSpace, sampler: str = DEFAUL
     return len(seeds)
 
 
+def queue_new(study: optuna.Study, space: SearchSpace, configs: list[dict], limit: int) -> int:
+    """Queue `configs` not measured or queued yet, each once, in order, at most `limit`."""
+    seen = {t.user_attrs.get("key") for t in study.get_trials(deepcopy=False)}  # queued ones: skip_if_exists
+    n = 0
+    for cfg in configs:
+        key = config_key(cfg)
+        if n >= limit or key in seen:
+            continue
+        seen.add(key)
+        study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
+        n += 1
+    return n
+
+
 def requeue_interrupted(study: optuna.Study) -> int:
     """Queue a re-run of every interrupted trial not re-run yet (its parameters and
     seeding index); the number queued."""

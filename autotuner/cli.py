@@ -4,7 +4,7 @@ report, and apply a chosen configuration.
   approx-tune run PROGRAM --inputs GEN [options]   (PROGRAM: file.mlir:entry or pkg.module:function)
   approx-tune report [--out DIR | --result FILE | --storage URL --study-name NAME] [--to DIR]
   approx-tune apply [--out DIR | --result FILE] [--mode M] [--point I | --max-loss X] [FILE.mlir] [-o OUT]
-  approx-tune verify [--out DIR | --result FILE] [--mode M] [--point I ...] [--inputs GEN] [--reverse]
+  approx-tune verify [--out DIR | --result FILE | --row NAME] [--mode M] [--point I ...] [--inputs GEN] [--reverse]
   approx-tune profile PROGRAM --inputs GEN [-n N] [--config FILE]   (where its time goes, per component)
 
 Re-running the same `run` command resumes its study. Every failure is one line
@@ -123,11 +123,15 @@ def make_parser() -> argparse.ArgumentParser:
     ver.add_argument("--jobs", type=int, default=1, help="worker processes sharing the inputs (the same figures, "
                      "sooner: for costly programs)")
     ver.add_argument("--json", help="also write the figures to this JSON file")
+    ver.add_argument("--row", help="re-measure a recorded row's chosen points (its name in --results), from what "
+                     "the row holds")
+    ver.add_argument("--results", default="bench/results.json", help="the recorded rows (default bench/results.json)")
     rep.add_argument("--to", help="report folder (default OUT/report)")
     app.add_argument("source", nargs="?", help="the program's .mlir file (default: the IR stored in the result)")
     app.add_argument("--mode", choices=["static", "dynamic"], help="default: any")
     app.add_argument("--point", type=int, help="index in the front (by increasing QoS loss)")
-    app.add_argument("--max-loss", type=float, help="the fastest front point with tuning QoS loss <= this (chosen on tuning figures, as a "
+    app.add_argument("--max-loss", type=float,
+                     help="the fastest front point with tuning QoS loss <= this (chosen on tuning figures, as a "
                      "report's levels are)")
     app.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     app.add_argument("--config-out", help="also write the configuration (for approx-opt --apply-config)")
@@ -194,6 +198,16 @@ def summary(result) -> str:
     lines = [f"{result.program}: {result.trials} trials ({result.pruned_trials} pruned, {result.failed_trials} "
              f"failed) in {result.tuning_seconds:.0f} s; QoS loss = (QoS_exact - QoS) / QoS_exact "
              f"({result.qos_metric}), speedup = exact / approximate {result.clock or 'wall'} time"]
+    search = result.search or {}
+    if search.get("configurations"):
+        said = ", ".join(f"{m} {n} ({search['stopped_at_first_stage'].get(m, 0)} stopped at the first stage)"
+                         for m, n in search["configurations"].items())
+        timed = "modelled from kept calls, the front timed paired" if search.get("timing") == "model" else "paired"
+        lines.append(f"configurations measured: {said}; speedups {timed}")
+    if search.get("kept_outputs"):
+        k = search["kept_outputs"]
+        here = f" (this process read {k['read_here']}, ran {k['run_here']})" if "read_here" in k else ""
+        lines.append(f"kept component outputs: {k['calls']} calls in {k['file']}{here}")
     lines.append(f"{'#':>3} {'mode':8} {'loss tune':>9} {'speedup':>8} {'loss eval':>9} {'speedup':>8}  knobs")
     for mode in ("static", "dynamic"):
         for i, p in enumerate(result.front_of(mode)):
@@ -207,11 +221,17 @@ def summary(result) -> str:
 def _load(a):
     from autotuner.results import load_result, read_result
 
+    if getattr(a, "row", None):
+        from autotuner.verify import result_of_row
+
+        return result_of_row(a.results, a.row)
     if a.result or a.out:
         return read_result(a.result or a.out)
     if a.storage and a.study_name:
         return load_result(a.storage, a.study_name)
-    raise ApproxError("give --out DIR, --result FILE, or --storage URL with --study-name", where=WHERE)
+    raise ApproxError("give --out DIR, --result FILE, --storage URL with --study-name, or --row NAME"
+                      if hasattr(a, "row") else "give --out DIR, --result FILE, or --storage URL with --study-name",
+                      where=WHERE)
 
 
 def _write_report(result, to: Path) -> Path:

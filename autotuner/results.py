@@ -97,6 +97,7 @@ class TuningResult:
     ablations: list[dict] = field(default_factory=list)  # per chosen point: each knob set back to exact
     metric_spec: str | None = None  # how to load the QoS metric again (a builtin name or `pkg.module:attr`)
     held_out: dict | None = None  # how to load the held-out inputs again (`autotuner.verify.held_out_inputs`)
+    search: dict = field(default_factory=dict)  # how it searched: configurations, timing, stages, kept outputs
 
     def front_of(self, mode: str) -> list[FrontPoint]:
         """The front of one mode, by increasing QoS loss."""

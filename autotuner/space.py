@@ -227,24 +227,6 @@ class SearchSpace:
                 out.append({**base, d.name: self._setting(d, vals[len(vals) // 2])})
         return out
 
-    def screening(self, first: tuple[str, ...] = ()) -> list[dict[str, dict]]:
-        """Each static knob alone at its least approximate value other than the exact
-        one: a one-at-a-time screen for a costly program whose search gets a handful of
-        trials (each a knob's gentlest step, the step most likely to stay within a
-        tight QoS budget). Knobs whose names start with one of `first` come first (where
-        the time goes), the others in their order. The exact configuration is not among
-        them: the measurements compare against it anyway."""
-        base = self.seeds()[0]
-        out = []
-        ranked = sorted(self.free(), key=lambda d: not any(d.name.startswith(p) for p in first))
-        for d in ranked:
-            if d.dynamic:
-                continue
-            steps = sorted(v for v in d.values if v != base[d.name].get("knob_val"))
-            if steps:
-                out.append({**base, d.name: self._setting(d, steps[0])})
-        return out
-
     def lift(self, config: dict[str, dict]) -> dict[str, dict] | None:
         """The configuration of this space that behaves as `config` (a static one in
         dynamic mode: every decision its value; a ladder with equal decisions in static

@@ -38,15 +38,17 @@ from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
+from autotuner import strategy
 from autotuner import warm_start as reuse
-from autotuner._records import TIMED, counts, front, hypervolume_of_study, records
+from autotuner._front_figures import eval_front, time_front, transformed_ir
+from autotuner._records import REUSED, TIMED, counts, front, front_of, hypervolume_of_study, records
 from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS, TrialSeeded
-from autotuner._seeding import enqueue_seeds, requeue_interrupted
-from autotuner.explain import importances, is_exact
+from autotuner._seeding import enqueue_seeds, queue_new, requeue_interrupted
+from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TIMINGS, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.metrics import get_metric
-from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, FrontPoint, TrialPoint, TuningResult
+from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, TrialPoint, TuningResult
 from autotuner.sharded import ShardedEvaluation
 from autotuner.space import SearchSpace
 from autotuner.storage import open_storage, safe_url
@@ -66,40 +68,10 @@ def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
     return settings
 
 
-MAX_TIMING_ROUNDS = 5  # front timing: rounds of timing the untimed points of the front
-
-
-def _time_front(study, timer: Measurer, program, budget: float, say=None) -> int:
-    """Time the front's points paired (their speedups were modelled), as the figures
-    they are ranked by from then on (`TIMED` study attrs, kept across a resume); a
-    point timed slower than modelled may leave the front and uncover another, so
-    this goes on until the front is timed. Returns the number of points timed."""
-    from autotuner.workers import build
-
-    timed = 0
-    for _ in range(MAX_TIMING_ROUNDS):
-        todo = [r for r in front(records(study), budget) if not r.attrs.get("timed")]
-        if not todo:
-            break
-        for r in todo:
-            if all(is_exact(v) for v in r.config.values()):  # the exact program: not timed against itself
-                figures = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0,
-                           "seconds": timer.exact_seconds(), "exact_seconds": timer.exact_seconds()}
-            else:
-                try:
-                    figures = timer.timed_figures(build(program, r.config))
-                except ApproxError as err:  # it ran untimed: a failure now is the machine's, not the point's
-                    figures = {"speedup": 0.0, "error": err.line()}
-                timed += 1
-                if say:
-                    say(f"timed front point {r.number}: {figures['speedup']:.2f}x (modelled {r.speedup:.2f}x)")
-            study.set_user_attr(f"{TIMED}{r.number}", figures)
-    return timed
-
-
-def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> optuna.Study:
+def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str], first=None) -> optuna.Study:
     """Create or load the study; a new one starts with the measurements it can reuse
-    (`autotuner.warm_start`) and the seeds not among them; on a resume check the
+    (`autotuner.warm_start`), the seeds not among them and then `first()` (the
+    strategy's screen or dynamic seeds: at most half the trials); on a resume check the
     settings, end trials left RUNNING by a killed run as interrupted, and queue a
     re-run of each interrupted trial."""
     storage = open_storage(job.storage)
@@ -126,77 +98,33 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str]) -> 
         optuna.storages.fail_stale_trials(study)
     notes += reuse.warm_start(study, job.space, settings["mode"], job.budget, settings, job.storage,
                         job.study_name.rsplit("/", 1)[0], job.warm_start)
-    if enqueue_seeds(study, job.space, job.sampler) == 0:
+    new = not any(REUSED not in t.user_attrs for t in study.get_trials(deepcopy=False))
+    enqueue_seeds(study, job.space, job.sampler)
+    if new and first is not None:
+        queue_new(study, job.space, first(), max(2, job.n_trials // 2))
+    if not new:
         requeue_interrupted(study)
     return study
 
 
-def _eval_front(study, fr: list, program, eval_m, mode: str, notes: list) -> list[FrontPoint]:
-    """The front's points, re-measured on the held-out split (`eval_m`: a Measurer, or a
-    ShardedEvaluation whose workers share the inputs; kept in the study, so a resume
-    does not measure them again). A point with every knob exact is the exact program
-    (knob 0 is exact): 1.00x and no loss, not timed against itself (for a costly
-    program, two exact passes saved per mode)."""
-    from autotuner.sharded import ShardedEvaluation
-    from autotuner.workers import build
+def _search_facts(result, studies, timing: str, kept: str | None, plan, program) -> dict:
+    """What a person needs to trust the search: configurations measured per mode (and
+    stopped after the first stage), how they were timed, the front points timed
+    paired, what the kept outputs held, and the strategy's plan."""
+    facts = {"timing": timing, "configurations": {}, "stopped_at_first_stage": {}, "front_timed": {}}
+    for m, study in studies.items():
+        facts["configurations"][m] = sum(1 for t in result.all_trials if t.mode == m)
+        facts["stopped_at_first_stage"][m] = sum(1 for t in result.all_trials if t.mode == m and t.pruned)
+        facts["front_timed"][m] = sum(1 for k in study.user_attrs if k.startswith(TIMED))
+    if kept is not None:
+        from frontends.components.kept import KeptOutputs
 
-    points, figures, pending = [], {}, []
-    for r in fr:
-        p = FrontPoint(mode, r.config, r.qos_loss, r.speedup, seconds_tune=r.attrs.get("seconds"),
-                       trial=r.number, money_tune=r.attrs.get("money"))
-        if "speedup_low" in r.attrs:
-            p.speedup_tune_ci = [r.attrs["speedup_low"], r.attrs["speedup_high"]]
-        p.ir = transformed_ir(program, r.config)
-        points.append(p)
-        if eval_m is None:
-            continue
-        cached = study.user_attrs.get(f"eval:{r.number}")
-        if cached is None and all(is_exact(v) for v in r.config.values()):
-            # every knob exact: the exact program, whose figures the evaluation's exact run already has
-            cached = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
-                      "money": eval_m.exact_money(), "ci": None, "loss_ci": [0.0, 0.0]}
-        if cached is None:
-            pending.append(r)
-        else:
-            figures[r.number] = cached
-
-    def store(i: int, m) -> None:
-        cached = {"error": m} if isinstance(m, str) else m.held_out_figures()
-        study.set_user_attr(f"eval:{pending[i].number}", cached)
-        figures[pending[i].number] = cached
-
-    if isinstance(eval_m, ShardedEvaluation):
-        eval_m.measure([r.config for r in pending], store)
-    elif eval_m is not None:
-        for i, r in enumerate(pending):
-            try:
-                store(i, eval_m.measure(build(program, r.config), r.config))
-            except ApproxError as err:
-                store(i, err.line())
-    for p, r in zip(points, fr):
-        cached = figures.get(r.number)
-        if cached is None:
-            continue
-        if "error" in cached:
-            notes.append(f"{mode} trial {r.number}: held-out evaluation failed: {cached['error']}")
-        else:
-            p.qos_loss_eval, p.speedup_eval = cached["qos_loss"], cached["speedup"]
-            p.seconds_eval, p.money_eval = cached["seconds"], cached["money"]
-            p.speedup_eval_ci, p.qos_loss_eval_ci = cached.get("ci"), cached.get("loss_ci")
-    return points
-
-
-def transformed_ir(program, config: dict) -> str | None:
-    """The approx-free IR of `config`, where the program has IR (an MlirProgram's
-    `transformed_ir`, a decorated function's `ir(after=True, config=...)`)."""
-    try:
-        if callable(getattr(program, "transformed_ir", None)):
-            return program.transformed_ir(config)
-        if callable(getattr(program, "ir", None)):
-            return program.ir(after=True, config=config)
-    except (ApproxError, TypeError):
-        pass
-    return None
+        counts = program.reuse_counts() if callable(getattr(program, "reuse_counts", None)) else None
+        facts["kept_outputs"] = {"file": kept, "calls": len(KeptOutputs(kept)),
+                                 **({"read_here": counts["reused"], "run_here": counts["run"]} if counts else {})}
+    if plan is not None:
+        facts["fixed"] = plan["negligible"]
+    return facts
 
 
 def _keep_outputs(program, out: Path) -> str | None:
@@ -316,14 +244,6 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     if sampler not in SAMPLERS:
         raise ApproxError(f"unknown sampler '{sampler}' (samplers: {', '.join(SAMPLERS)})", where=WHERE)
     notes: list[str] = []
-    spaces = {}
-    for m in (("static", "dynamic") if mode == "both" else (mode,)):
-        space = SearchSpace.from_program(program, m).narrow(narrow or {}).fix(fix or {})
-        if m == "dynamic" and mode == "both" and not any(d.dynamic for d in space.dims):
-            notes.append("no decision tree to tune: dynamic mode is the static one, not run")
-            continue
-        notes += [n for n in space.notes if n not in notes]
-        spaces[m] = space
     (tune_in, tune_ref), (eval_in, eval_ref) = split_inputs(inputs, references, eval_ratio, seed,
                                                             eval_inputs, eval_references)
     out = Path(out_dir) if out_dir is not None else Path("approx-tune") / _safe_name(program.name)
@@ -333,6 +253,17 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         timing = "model" if kept is not None and objective == "time" else "paired"
     elif timing not in TIMINGS:
         raise ApproxError(f"timing must be 'auto' or one of {', '.join(TIMINGS)}, got {timing!r}", where=WHERE)
+    plan = strategy.time_shares(program, tune_in, out) if strategy.applies(program) else None
+    if plan is not None:  # components under 2 % of the time: fixed at exact, unless the caller says otherwise
+        fix = {**{k: 0 for k in plan["negligible"]}, **(fix or {})}
+    spaces = {}
+    for m in (("static", "dynamic") if mode == "both" else (mode,)):
+        space = SearchSpace.from_program(program, m).narrow(narrow or {}).fix(fix or {})
+        if m == "dynamic" and mode == "both" and not any(d.dynamic for d in space.dims):
+            notes.append("no decision tree to tune: dynamic mode is the static one, not run")
+            continue
+        notes += [n for n in space.notes if n not in notes]
+        spaces[m] = space
     if storage is None:
         storage = f"sqlite:///{(out / 'study.db').resolve()}"
     base = study_name or _safe_name(program.name)
@@ -352,8 +283,13 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                       patience, timing=timing, kept=kept)
             if timeout is not None:
                 job.deadline = time.time() + timeout
+            first = None
+            if plan is not None:
+                first = (lambda sp=space: strategy.screen(sp, plan["shares"])) if m == "static" else \
+                    (lambda sp=space: strategy.dynamic_seeds(sp, front_of(storage, f"{base}/static", float(budget)),
+                                                             strategy.states_of(program, tune_in)))
             study = _prepare_study(job, _settings(job, m, len(eval_in), get_metric(metric).name),
-                                   storage.startswith("sqlite"), notes)
+                                   storage.startswith("sqlite"), notes, first)
             t0 = time.perf_counter()
             try:
                 run_workers(job, jobs, study, m, progress, tune_m)
@@ -361,7 +297,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                     tune_m = tune_m or Measurer(program, tune_in, tune_ref, metric, repeats, money, objective,
                                                 clock=clock, timing_seconds=TUNING_TIMING_SECONDS, timing=timing)
                     say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
-                    _time_front(study, tune_m, program, float(budget), say)
+                    time_front(study, tune_m, program, float(budget), say)
             finally:
                 study.set_user_attr("tuning_seconds",
                                     study.user_attrs.get("tuning_seconds", 0.0) + time.perf_counter() - t0)
@@ -378,15 +314,18 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         eval_m = Measurer(program, eval_in, eval_ref, metric, repeats, money, objective, what="evaluation",
                           clock=clock) if evaluate else None
     try:
-        return _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler,
-                       tune_in, eval_in, total_seconds, storage, clock, objective, metric)
+        result = _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler,
+                         tune_in, eval_in, total_seconds, storage, clock, objective, metric, plan)
+        result.search = _search_facts(result, studies, timing, kept, plan, program)
+        result.save(out / "result.json")
+        return result
     finally:
         if isinstance(eval_m, ShardedEvaluation):
             eval_m.close()
 
 
 def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler, tune_in,
-            eval_in, total_seconds, storage, clock, objective, metric) -> TuningResult:
+            eval_in, total_seconds, storage, clock, objective, metric, plan=None) -> TuningResult:
     """The TuningResult of the searches: fronts (held-out figures from `eval_m`),
     every trial, importances; saved beside the study."""
     result = TuningResult(program.name, get_metric(metric).name, float(budget), 0, 0, total_seconds, seed=seed,
@@ -412,8 +351,10 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
         on_front = {r.number for r in fr}
         result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
-        result.front += _eval_front(study, fr, program, eval_m, m, notes)
+        result.front += eval_front(study, fr, program, eval_m, m, notes)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
+    if plan is not None and {"static", "dynamic"} <= set(studies):
+        strategy.merge_static_front(result, program, ir=lambda c: transformed_ir(program, c))
     if objective == "time":  # after the evaluation: the exact passes timed beside its points
         result.exact_seconds_tune = tune_m.exact_seconds() if tune_m else None
         result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None

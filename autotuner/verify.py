@@ -160,6 +160,43 @@ def verify(result: TuningResult, *, mode: str | None = None, points: list[int] |
     return measure_points(measurer, program, chosen, progress)
 
 
+def result_of_row(path: str, name: str) -> TuningResult:
+    """A recorded results row (bench/results.json: any section's row `name`) as a
+    TuningResult whose front is the row's chosen points, each with its recorded
+    held-out figures: all that re-measuring them needs is in the row (its program,
+    metric and held-out inputs, how they were chosen), none of it in reports/ of the
+    machine that ran it. A section whose rows ran on a GPU (`gpu_*`) times wall
+    seconds, the others the thread's CPU seconds."""
+    import json
+
+    try:
+        data = json.loads(open(path).read())
+    except (OSError, ValueError) as err:
+        raise ApproxError(f"cannot read the recorded rows: {err}", where=path) from None
+    found = [(section, rows[name]) for section, rows in data.items()
+             if isinstance(rows, dict) and isinstance(rows.get(name), dict) and "points" in rows[name]]
+    if not found:
+        names = sorted({k for rows in data.values() if isinstance(rows, dict) for k, v in rows.items()
+                        if isinstance(v, dict) and "points" in v})
+        raise ApproxError(f"no recorded row '{name}' with chosen points (rows: {', '.join(names)})", where=path)
+    section, row = found[0]
+    front, seen = [], set()
+    for mode, levels in sorted(row["points"].items()):
+        for p in (p for p in levels.values() if p):
+            key = (mode, json.dumps(p["knobs"], sort_keys=True))
+            if key in seen:  # one point chosen at several levels
+                continue
+            seen.add(key)
+            front.append(FrontPoint(mode, p["knobs"], p.get("qos_loss_tune") or 0.0, p.get("speedup_tune") or 0.0,
+                                    qos_loss_eval=p.get("qos_loss"), speedup_eval=p.get("speedup"),
+                                    speedup_eval_ci=p.get("speedup_ci"), qos_loss_eval_ci=p.get("qos_loss_ci")))
+    if not front:
+        raise ApproxError(f"row '{name}' chose no approximation at any level: nothing to verify", where=path)
+    return TuningResult(name, "", 0.0, 0, 0, 0.0, front=front, program_spec=row.get("program"),
+                        metric_spec=row.get("metric"), held_out=row.get("held_out"),
+                        clock="wall" if section.startswith("gpu") else "cpu")
+
+
 def _ci(ci) -> str:
     return f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "-"
 

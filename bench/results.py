@@ -152,20 +152,17 @@ def main(argv=None) -> int:
     ap.add_argument("--tools-n-tune", type=int, default=80)
     ap.add_argument("--tools-trials", type=int, default=40)
     ap.add_argument("--tools-seconds", type=float, default=840)
-    ap.add_argument("--llm-n-tune", type=int, default=40, help="RAG-LLM systems: tuning questions")
-    ap.add_argument("--llm-tuning-qos", choices=("kept", "gold", "agreement"), default="kept",
-                    help="LLM systems: the search's QoS: the gold answers on tuning inputs the exact program gets "
-                    "right (kept), the gold answers on all (gold), or agreement with the exact program's answers "
-                    "(token F1, the reader systems'; RAG-LLM only)")
+    ap.add_argument("--llm-n-tune", type=int, default=100, help="RAG-LLM systems: tuning questions")
+    ap.add_argument("--llm-tuning-qos", choices=("kept", "gold", "agreement"), default="gold",
+                    help="LLM systems: the search's QoS: the gold answers on a random sample of tuning inputs, as "
+                    "held out (gold), on tuning inputs the exact program gets right (kept), or agreement with the "
+                    "exact program's answers (token F1, the reader systems'; RAG-LLM only)")
     ap.add_argument("--llm-n-eval", type=int, default=200, help="RAG-LLM systems: held-out questions (the first of "
                     "the 5x n-tune sample)")
     ap.add_argument("--llm-trials", type=int, default=30, help="RAG-LLM systems: evaluations per mode")
     ap.add_argument("--llm-seconds", type=float, default=1200, help="RAG-LLM systems: search time (both modes)")
     ap.add_argument("--llm-jobs", type=int, default=2, help="SmolLM2 systems: worker processes of the search and of "
                     "the held-out evaluation (which shares the held-out inputs among them)")
-    ap.add_argument("--llm-screen", action=argparse.BooleanOptionalAction, default=True,
-                    help="SmolLM2 systems (not the LLM + tools agent): the static search first tries each knob alone "
-                    "at its gentlest step, the knobs of the calls that take the time first")
     ap.add_argument("--llm-eval-repeats", type=int, default=None, help="SmolLM2 systems: paired timing rounds of "
                     "the held-out evaluation (default: 2; 1 for the LLM + tools agent)")
     ap.add_argument("--llm-ablate", default="", help="RAG-LLM systems: as --ablate (default: none)")
@@ -219,7 +216,7 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate,
                fresh=not args.resume, progress=args.progress)
     llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
-               jobs=args.llm_jobs, fresh=not args.resume, progress=args.progress, screen=args.llm_screen,
+               jobs=args.llm_jobs, fresh=not args.resume, progress=args.progress,
                eval_repeats=args.llm_eval_repeats,
                ablate_levels=tuple(int(v) for v in args.llm_ablate.split(",") if v.strip()))
     rag_llm = dict(llm, tuning_qos=args.llm_tuning_qos)

@@ -37,23 +37,18 @@ def report_dir(name: str) -> Path:
     return ROOT / "reports" / "bench" / (name + ("-cuda" if device().startswith("cuda") else ""))
 
 
-def configurations(result) -> dict[str, int]:
-    """Configurations whose tuning QoS was measured (or scored from kept calls), per mode."""
-    return {m: sum(1 for t in result.all_trials if t.mode == m) for m in ("static", "dynamic")}
-
-
 def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
             jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False,
-            screen: bool = False, eval_repeats: int = 2) -> dict:
-    from examples.systems.row_figures import front_gaps, level_points, most_accurate
+            eval_repeats: int = 2) -> dict:
+    from examples.systems.row_figures import configurations, front_gaps, level_points, most_accurate
     from examples.systems.row_figures import held_out_speedup as best
     from examples.systems.tuning import load_system, qos_note, tune_system
 
     program = load_system(name)
     run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or report_dir(name), seed=seed,
                       eval_repeats=eval_repeats, ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs,
-                      program=program, tuning_qos=tuning_qos, fresh=fresh, progress=progress, screen=screen)
+                      program=program, tuning_qos=tuning_qos, fresh=fresh, progress=progress)
     r = run.result
     chosen = {m: r.chosen(9 / 100 + 1e-9, mode=m) for m in ("static", "dynamic")}
     return {
@@ -78,12 +73,11 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
 def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = 600, seed: int = 0,
                out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
                jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False,
-               screen: bool = False, eval_repeats: int | None = None) -> dict:
+               eval_repeats: int | None = None) -> dict:
     """One system's row: the keys of results.json (SHAPE) plus details for the Markdown.
     `n_eval` (RAG: the first n_eval held-out questions; tools: a multiple of n_tune);
     `fresh=False` goes on with the study in its folder (finished trials and held-out
-    figures kept); `screen` (the RAG systems and the kernel agent): the static search
-    tries each knob alone first; `eval_repeats`: paired timing rounds of the held-out
+    figures kept); `eval_repeats`: paired timing rounds of the held-out
     evaluation (default: 1 for the LLM + tools agent, 2 for the others)."""
     if name in ("tools", "tools_llm"):
         from examples.systems.tools_tuning import run_system as tools_run
@@ -96,7 +90,7 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
     if name not in SYSTEMS:
         raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
     return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos, fresh,
-                   progress, screen, eval_repeats or 2)
+                   progress, eval_repeats or 2)
 
 
 if __name__ == "__main__":

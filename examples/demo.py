@@ -89,7 +89,7 @@ def demo(args) -> int:
     print(f"[demo] tuning on {args.n_tune} questions, up to {args.trials} trials per mode, "
           f"{args.seconds:.0f} s of search; evaluating on {n_eval} held-out questions ...", flush=True)
     run = tune_system(args.system, args.n_tune, args.trials, args.seconds, progress=sys.stderr.isatty(),
-                      n_eval=args.n_eval, screen=True)
+                      n_eval=args.n_eval)
     r = run.result
     summary = (run.out_dir / "summary.md").read_text()
     where = run.report.parent if run.report else run.out_dir
@@ -101,8 +101,9 @@ def demo(args) -> int:
     print(speedup_table(summary))
     print("\nspeedup = exact time / approximate time (thread CPU time, torch on one thread); QoS loss = "
           "(QoS_exact - QoS_approx) / QoS_exact. Tuning rows: "
-          + ("answers lost on tuning questions the exact program gets right"
-             if default_tuning_qos(args.system) == "kept" else "loss against the exact program's answers")
+          + {"kept": "answers lost on tuning questions the exact program gets right",
+             "gold": "against the gold answers, as held out",
+             "agreement": "loss against the exact program's answers"}[default_tuning_qos(args.system)]
           + "; evaluation rows: against the gold answers (the paper's QoS). Exact and approximate runs are timed "
           "side by side (paired), with the 95 % interval in brackets (for a QoS loss: over the held-out "
           f"questions). Machine: {describe_machine(os.environ.get('APPROX_DEVICE', 'cpu'))}.")

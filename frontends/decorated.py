@@ -9,12 +9,10 @@ protocol (`name`, `knobs()`, `build(config)`)."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import functools
 import inspect
 import json
 import threading
-import time
 import typing
 
 import numpy as np
@@ -26,6 +24,7 @@ from approx_opt.parsing import parse_module
 from frontends.build import ModuleBuilder, emit_annotations
 from frontends.components.runtime import OpTimes, Reuse
 from frontends.knob_config import Decorated, KnobConfig, KnobError
+from frontends.measured import Measured
 from frontends.source import MISSING, FunctionSource
 from passes.knobs import KnobSpec, apply_config, knob_specs
 
@@ -61,7 +60,7 @@ class _Runner:
         return self.lookup(args)(*args)
 
 
-class KnobFunction(Decorated):
+class KnobFunction(Decorated, Measured):
     """A decorated function: callable, tunable (`set_config`, `knobs`, `build`), inspectable (`ir`)."""
 
     def __init__(self, fn, config: KnobConfig):
@@ -150,44 +149,6 @@ class KnobFunction(Decorated):
         if config:
             apply_config(parse_module(self._module()[0]), dict(config))
         return self._runner_for(dict(config or {}))
-
-    def profile(self, inputs: typing.Sequence, config: dict | None = None) -> dict[str, dict[str, float]]:
-        """Where the time goes: label -> {"share", "seconds", "calls"} of its component
-        calls over `inputs` (each an argument tuple, or the one argument), the rest of
-        the wall time under "(program)" (the Python between calls), with `config`'s
-        knobs (default: every knob 0, the exact program); after one untimed run of each
-        input (the first call of a model or kernel compiles it, and any input may be the
-        first to reach one: a tool only some inputs call)."""
-        from approx_opt.program import exact_config
-
-        run = self.build(dict(config) if config is not None else exact_config(self))
-        calls = [x if isinstance(x, tuple) else (x,) for x in inputs]
-        if not calls:
-            raise ApproxError("profile: no inputs", where=self.name)
-        for args in calls:
-            run(*args)
-        t0 = time.perf_counter()
-        with self.times.measuring() as times:
-            for args in calls:
-                run(*args)
-        total = time.perf_counter() - t0
-        seconds = {**times.seconds, "(program)": max(0.0, total - sum(times.seconds.values()))}
-        return {k: {"share": v / total if total > 0 else 0.0, "seconds": v, "calls": times.calls.get(k, len(calls))}
-                for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])}
-
-    def untimed(self):
-        """The context of the tuner's untimed (QoS) passes: a call of a kept provider
-        (`reuse.keep`) made before with equal settings and operands returns its kept
-        result (`frontends.components.runtime.Reuse`); timed passes run every call."""
-        return self.reuse.reading() if self.reuse.providers else contextlib.nullcontext()
-
-    def keep_outputs(self, path) -> bool:
-        """Keep the kept providers' call outputs on disk in `path` too (the tuner's
-        cost model and its resumed studies read them); False when nothing is kept."""
-        if not self.reuse.providers:
-            return False
-        self.reuse.attach(path)
-        return True
 
     def ir(self, after: bool = False, config: dict | None = None, args: tuple | None = None,
            locations: bool = False) -> str:

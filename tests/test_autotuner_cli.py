@@ -84,6 +84,8 @@ def test_report_writes_the_folder(capsys, tuned, tmp_path):
      "value 9 is not among its values [0, 1, 2, 3, 4, 5, 6, 7, 8]"),
     (["apply", "--result", "/nonexistent/result.json"], "cannot read the tuning result"),
     (["report"], "give --out DIR, --result FILE, or --storage URL with --study-name"),
+    (["verify"], "give --out DIR, --result FILE, --storage URL with --study-name, or --row NAME"),
+    (["verify", "--row", "no_such_row"], "no recorded row 'no_such_row' with chosen points (rows: "),
 ])
 def test_errors_are_one_line(capsys, tmp_path, argv, message):
     code, _, err = run(capsys, *argv, *(["--out", tmp_path] if argv[0] == "run" else []))
@@ -118,3 +120,16 @@ def test_verify_remeasures_the_front_paired(capsys, tuned, tmp_path):
     assert code == 0, err
     code, _, err = run(capsys, "verify", "--out", out, "--mode", "static", "--point", "99")
     assert code == 1 and "point 99 is not in the static front" in err
+
+
+def test_verify_a_recorded_row_from_what_the_row_holds(capsys, tmp_path):
+    """`verify --row NAME` rebuilds a row's chosen points from bench/results.json alone
+    (no reports/ folder of the machine that recorded it): a kernel row, one point."""
+    results = ROOT / "bench" / "results.json"
+    recorded = json.loads(results.read_text())["kernels"]["kmeans"]["points"]["static"]
+    code, text, err = run(capsys, "verify", "--row", "kmeans", "--results", results, "--mode", "static",
+                          "--point", "0", "--json", tmp_path / "v.json")
+    assert code == 0, err
+    [v] = json.loads((tmp_path / "v.json").read_text())
+    assert v["recorded_speedup"] in {p["speedup"] for p in recorded.values() if p} and v["speedup"] > 0
+    assert v["n"] == 20 and "recorded loss" in text

@@ -61,15 +61,20 @@ def test_seeds_are_exact_then_each_knob_alone_at_its_middle_value():
                    {"mean": {"thresholds": [1000, 100000], "decisions": [4, 4, 4]}}]
 
 
-def test_screening_is_exact_then_each_knob_alone_at_its_gentlest_step():
+def test_the_screen_tries_each_knob_alone_gentlest_steps_first_where_the_time_goes_first():
+    from autotuner.strategy import screen
+
     space = SearchSpace.from_program(DOTS, "static")
     exact = space.seeds()[0]
-    assert space.screening() == [{**exact, n: {"knob_val": 2}} for n in ("d1", "d2", "d3")]  # of 0, 2, 3, 4, 8
-    assert [next(k for k, v in c.items() if v != {"knob_val": 0}) for c in space.screening(first=("d3",))] == [
+    first = screen(space, {})
+    assert first[:3] == [{**exact, n: {"knob_val": 2}} for n in ("d1", "d2", "d3")]  # of 0, 2, 3, 4, 8
+    assert len(first) == 3 * 4 and first[3] == {**exact, "d1": {"knob_val": 3}}  # then every other value
+    # a knob is `<label>.<setting>`: the label's share of the time orders the knobs
+    assert [next(k for k, v in c.items() if v != {"knob_val": 0}) for c in screen(space, {"d3": 0.9})][:3] == [
         "d3", "d1", "d2"]
-    fixed = SearchSpace.from_program(DOTS, "static").fix({"d3": 4}).screening()
-    assert len(fixed) == 2 and all(c["d3"] == {"knob_val": 4} for c in fixed)
-    assert SearchSpace.from_program(ADAPTIVE, "dynamic").screening() == []  # ladders are not screened
+    fixed = screen(SearchSpace.from_program(DOTS, "static").fix({"d3": 4}), {})
+    assert len(fixed) == 2 * 4 and all(c["d3"] == {"knob_val": 4} for c in fixed)
+    assert screen(SearchSpace.from_program(ADAPTIVE, "dynamic"), {}) == []  # ladders are not screened
 
 
 def test_narrow_and_fix():

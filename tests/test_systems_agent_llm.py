@@ -104,7 +104,7 @@ def test_tuner_runs_it_on_one_question(system, tmp_path):
     from examples.systems.tuning import tune_system
 
     run = tune_system("agent_llm", n_tune=1, trials=1, seconds=None, out_dir=tmp_path, n_eval=2, report=False,
-                      program=system)  # "kept": a tuning question the exact program gets right
+                      program=system, tuning_qos="kept")  # a tuning question the exact program gets right
     assert run.result.n_eval == 2 and run.result.trials >= 1
     assert run.qos_exact is not None and 0.0 <= run.qos_exact <= 1.0
     assert np.isfinite(run.result.exact_seconds_eval) and run.result.exact_seconds_eval > 0

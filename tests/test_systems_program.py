@@ -1,14 +1,13 @@
 """The compound systems' one Program (examples/systems/program.py) on a small
-decorated program: its knobs, builds and IR are the program's, the exact
-configuration builds, and the time budget stops non-exact builds only, in this
-process and in worker processes (DEADLINE_ENV)."""
+decorated program: its knobs, builds and IR are the program's, and the exact
+configuration builds."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from examples.systems.program import DEADLINE_ENV, SystemProgram, TimeUp, is_exact, program_attribute
+from examples.systems.program import SystemProgram, is_exact, program_attribute
 from tests.frontend_programs import adaptive_sum
 
 X = np.arange(1.0, 201.0)
@@ -27,20 +26,6 @@ def test_knobs_builds_and_ir_are_the_programs(system):
     assert system.build(config)(X, len(X)) == adaptive_sum.build(config)(X, len(X))
     assert system.exact()(X, len(X)) == X.sum()
     assert system.model == "" and system.reuse == ()
-
-
-def test_time_budget_stops_non_exact_builds_only(system, monkeypatch):
-    approx = {"adaptive_sum": {"thresholds": [10, 100], "decisions": [0, 2, 4]}}
-    system.deadline = 0.0
-    with pytest.raises(TimeUp, match="adaptive_sum: time budget spent"):
-        system.build(approx)
-    assert system.exact()(X, len(X)) == X.sum()
-    system.deadline = None
-    monkeypatch.setenv(DEADLINE_ENV, "0")  # a worker process past the run's wall-clock deadline
-    with pytest.raises(TimeUp):
-        system.build(approx)
-    monkeypatch.delenv(DEADLINE_ENV)
-    assert system.build(approx)(X, len(X)) != X.sum()
 
 
 def test_exact_means_every_knob_and_decision_at_zero():

@@ -95,7 +95,7 @@ def test_dynamic_seeds_of_a_static_point_set_every_ladder(bm25):
     dynamic study with each ladder switched in turn and the other at its static value
     for every question, each a configuration the dynamic space takes."""
     from autotuner.space import SearchSpace
-    from examples.systems.dynamic_search import dynamic_seeds
+    from autotuner.strategy import dynamic_seeds
 
     space = SearchSpace.from_program(bm25, "dynamic")
     ladders = [s.name for s in bm25.knobs() if s.kind == "ladder"]

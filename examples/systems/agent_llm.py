@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 
+from autotuner.strategy import NEGLIGIBLE
 from examples.systems.agent_tools import TOOLS, tools
 from examples.systems.common import MODELS, device, one_thread, reuse_answers, smollm
 from examples.systems.program import SystemProgram, program_attribute
@@ -147,16 +148,16 @@ class AgentSystem(SystemProgram):
     def __init__(self, program, model: str = MODEL, reuse=()):
         super().__init__("agent_llm", program, model, reuse)
 
-    screen_first = ("summary.", "qa.", "triage.")  # the LLM calls: where the agent's time goes
-
-    def negligible_knobs(self, questions, share: float = 0.02) -> dict[str, float]:
-        """`SystemProgram.negligible_knobs` on one tuning question of each kind
-        (round-robin: `agent_data.items`), not on `questions`: the tuning ones may miss a
-        tool. The kernels take milliseconds where each LLM call takes a tenth of a second
-        to a second: the search then spends its few trials on the LLM calls."""
+    def negligible_knobs(self, questions, share: float = NEGLIGIBLE) -> dict[str, float]:
+        """The knobs of components under `share` of the time (`autotuner.strategy`),
+        profiled on one tuning question of each kind (round-robin: `agent_data.items`),
+        not on `questions`: the tuning ones may miss a tool. The kernels take
+        milliseconds where each LLM call takes a tenth of a second to a second."""
+        from autotuner.strategy import negligible_of
         from examples.systems.agent_data import KINDS, items
 
-        return super().negligible_knobs([it.question for it in items("tune", len(KINDS))], share)
+        shares = {k: v["share"] for k, v in self.profile([it.question for it in items("tune", len(KINDS))]).items()}
+        return negligible_of(self, shares, share)
 
     def states(self, questions) -> list[int]:
         """The condense decision's state (`output_words`) of each question that reaches

@@ -1,8 +1,8 @@
 """The autotuner's Program for every compound system: one decorated program of
 parts (retrieval, answer models, tools: component ops of one IR) with what a
-search of a costly program needs besides `knobs()` and `build(config)`: a time
-budget that stops the search between trials, the exact configuration, the IR,
-and the untimed passes' reuse of answer-model results.
+search of a costly program needs besides `knobs()` and `build(config)`: the exact
+configuration, the IR, where the time goes (`profile`), and the untimed passes'
+reuse of answer-model results, kept on disk beside the study (`keep_outputs`).
 
 `SystemProgram` is that Program; the RAG systems (`rag_program.RagSystem`) and the
 tools agents (`tools_agent.ToolsAgentProgram`, `tools_agent_llm.ToolsLlmProgram`)
@@ -11,28 +11,10 @@ extend it with what their tuning scripts need."""
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 from approx_opt.program import exact_config
-
-DEADLINE_ENV = "APPROX_SYSTEM_DEADLINE"  # time.time() after which worker processes build no new configuration
-
-
-def budget_spent(deadline: float | None) -> bool:
-    """A search's time budget is spent: `deadline` (time.perf_counter()) in this
-    process, or the one the tuning run gave its worker processes (DEADLINE_ENV)."""
-    if deadline is not None and time.perf_counter() > deadline:
-        return True
-    shared = os.environ.get(DEADLINE_ENV)
-    return shared is not None and time.time() > float(shared)
-
-
-class TimeUp(KeyboardInterrupt):
-    """A search's time budget is spent: raised by `SystemProgram.build` between
-    trials, which the tuner treats as Ctrl-C (finished trials are kept)."""
 
 
 def is_exact(config: dict | None) -> bool:
@@ -46,30 +28,25 @@ def is_exact(config: dict | None) -> bool:
 
 class SystemProgram:
     """`program` (a decorated function: `knobs()`, `build(config)`, `ir()`) as the
-    autotuner's Program under `name`. `deadline` (time.perf_counter()), or DEADLINE_ENV
-    in worker processes: building a non-exact configuration after it raises `TimeUp`.
-    `model` says what answers (results.json: `model`); `reuse`: the answer models whose
-    results the untimed passes reuse. `inputs_module` holds its questions:
+    autotuner's Program under `name`. `model` says what answers (results.json:
+    `model`); `reuse`: the answer models whose results the untimed passes reuse (and
+    the tuner keeps on disk). `inputs_module` holds its questions:
     `question_sets(n_tune, seed, n_eval)` and `held_out_questions` (what tuning and
     `approx-tune verify` read)."""
 
     inputs_module = "examples.systems.common"
-    screen_first: tuple[str, ...] = ()  # knob-name prefixes a screening search tries first (where the time goes)
 
     def __init__(self, name: str, program, model: str = "", reuse: Sequence = ()):
         self.name, self.program, self.model = name, program, model
         self.reuse = tuple(reuse)
         if self.reuse:
             program.reuse.keep(self.reuse)
-        self.deadline: float | None = None
         self._lock = threading.Lock()  # the tuner may build from several threads
 
     def knobs(self):
         return self.program.knobs()
 
     def build(self, config: dict | None = None) -> Callable:
-        if not is_exact(config) and budget_spent(self.deadline):
-            raise TimeUp(f"{self.name}: time budget spent")
         with self._lock:
             return self.program.build(dict(config or {}))
 
@@ -84,15 +61,6 @@ class SystemProgram:
         """Where the time of the exact program (or `config`) goes on `questions`: per
         component label, its share, seconds and calls (`KnobFunction.profile`)."""
         return self.program.profile(list(questions), config)
-
-    def negligible_knobs(self, questions: Sequence, share: float = 0.02) -> dict[str, float]:
-        """The knobs of components (`<label>.<knob>`) whose calls took less than `share`
-        of the exact program's time on `questions` (approximating them could give at
-        most 1 / (1 - share)), with the measured share; a component not called on
-        them is not among them (nothing measured)."""
-        shares = {label: v["share"] for label, v in self.profile(questions).items()}
-        labelled = {s.name: s.name.split(".")[0] for s in self.knobs() if "." in s.name}
-        return {name: shares[label] for name, label in labelled.items() if shares.get(label, share) < share}
 
     def reuse_counts(self) -> dict[str, int]:
         """{'reused': untimed calls answered from kept results, 'run': calls run and kept}."""

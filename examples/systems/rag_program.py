@@ -176,8 +176,6 @@ class RagSystem(SystemProgram):
     of a retrieval's hits) and the knobs acting on each retrieval stage alone
     (`stage_knobs`)."""
 
-    screen_first = ("answer.",)  # the answer op: over 98 % of an LLM system's exact time (`stage_shares`)
-
     def __init__(self, name: str, program, corpus: Sequence[str], search, state: Callable,
                  stage_knobs: dict[str, Sequence[str]] | None = None, model: str = "", reuse: Sequence = ()):
         super().__init__(name, program, model, reuse)

@@ -1,27 +1,15 @@
-"""Tune a RAG system end to end: static search, dynamic search started from the
-static front, held-out evaluation of both fronts, the report.
+"""Tune a compound system end to end with the tuner's own strategy
+(`autotuner.strategy`: where the time goes, a screen, static search, dynamic search
+from the static front, one merged front), then the held-out evaluation and the report.
+A system declares its program, its inputs by split and its metric; what is here is
+the choice of tuning questions and how the results are recorded.
 
-- QoS while tuning: agreement with the exact program (SQuAD token F1 between the
-  approximate and the exact answer, `common.answer_qos`), so every tuning question
-  counts and a loss is never negative (with 16-24 tuning questions, gold-answer QoS
-  rewards configurations that are lucky on them: a -25 % loss on tuning became +18 %
-  on evaluation; a pass/fail agreement ties configurations that change answers a
-  little with those that change none). The held-out evaluation uses the gold
-  answers: answer containment, the paper's QoS.
-- Knobs of retrieval stages that take under 2 % of the exact program's time are
-  fixed at exact (measured first: BM25 scoring, the dense kernel): they cannot pay.
-- Three `autotuner.tune` calls on one SQLite study file (re-running resumes, as
-  `approx-tune run` does): (1) static mode, until `trials` evaluations or half the
-  time budget; (2) dynamic mode, its study seeded with the static front
-  configurations with the answer step's cheaper variants applied only where the
-  retrieval margin is high, or low (`dynamic_search`), until `trials` evaluations or the
-  time budget; (3) both modes, nothing left to search: each front re-measured on
-  the held-out questions, the TuningResult. A static configuration is a dynamic
-  one with equal decisions, so the static front joins the dynamic front
-  (`merge_static_front`): dynamic >= static by construction, better where a
-  decision pays.
-- The time budget stops a search between trials: `SystemProgram.build` raises `TimeUp`
-  (a KeyboardInterrupt, which the tuner treats as Ctrl-C: finished trials are kept).
+- QoS while tuning (`TUNING_QOS`): for the LLM systems the held-out QoS itself (gold
+  answer containment) on a random sample of tuning questions ("gold"), so that a gain
+  counts as it does held out and the tuning ranking is the one reported; the reader
+  systems compare each answer with the exact program's (SQuAD token F1, "agreement").
+- One `autotuner.tune` call in both modes on one SQLite study file beside the report
+  (re-running resumes, as `approx-tune run` does); `seconds` gives each mode half.
 """
 
 from __future__ import annotations
@@ -34,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotuner import TuningResult
-from examples.systems.dynamic_search import merge_static_front, seed_dynamic
+from autotuner.strategy import STRATEGY_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25:system", "rag_dense": "examples.systems.rag_dense:system",
@@ -110,46 +98,6 @@ def explain_levels(result, program, inputs, references, metric, levels, clock: s
     result.ablations = rows
 
 
-def search_static_then_dynamic(program, inputs, references, *, name: str, trials: int, seconds: float | None,
-                               seed_dynamic, spec: str | None = None, jobs: int = 1,
-                               **tune_kwargs) -> dict[str, int]:
-    """The two searches of a system on one study file: static, then dynamic after
-    `seed_dynamic()` queued its first trials; each until `trials` evaluations or its
-    half of `seconds` (`program.deadline`, and DEADLINE_ENV for `jobs` > 1 worker
-    processes, which build the program from `spec`: the program raises `TimeUp`
-    between trials, which keeps the finished ones; `seconds=0`: no search, the study
-    as it is). Returns the evaluated trials per mode."""
-    import os
-
-    from autotuner import tune
-    from examples.systems.program import DEADLINE_ENV, TimeUp
-
-    if jobs > 1 and spec is None:
-        from approx_dialect.diagnostics import ApproxError
-
-        raise ApproxError(f"--jobs {jobs} needs a system the workers can build by name ({', '.join(SYSTEMS)})",
-                          where="examples.systems")
-    t0, w0 = time.perf_counter(), time.time()
-    limits = (None, None) if seconds is None else (seconds / 2, seconds)
-    for mode, limit in zip(("static", "dynamic"), limits):
-        if limit is not None and limit <= 0:  # no time: a resumed study only finishes its evaluation
-            continue
-        if mode == "dynamic":
-            seed_dynamic()
-        program.deadline = None if limit is None else t0 + limit
-        if jobs > 1 and limit is not None:
-            os.environ[DEADLINE_ENV] = repr(w0 + limit)  # the spawned workers inherit it
-        try:
-            tune(spec if jobs > 1 else program, inputs, references, mode=mode, n_trials=trials, evaluate=False,
-                 study_name=name, jobs=jobs, **tune_kwargs)
-        except TimeUp:
-            pass
-        finally:
-            program.deadline = None
-            os.environ.pop(DEADLINE_ENV, None)
-    return {m: evaluated_trials(tune_kwargs["storage"], f"{name}/{m}") for m in ("static", "dynamic")}
-
-
 TUNING_QOS = {  # the search's QoS -> what the result's notes say of it
     "agreement": "QoS: tuning compares each answer with the exact program's answer (SQuAD token F1, every "
                  "question counts); the held-out evaluation with the gold answers (answer containment, the "
@@ -163,8 +111,10 @@ KEPT_CANDIDATES = 4  # "kept" tuning: at most this many x n_tune tuning question
 
 
 def default_tuning_qos(name: str) -> str:
-    """The search's QoS when none is asked for: "kept" for the LLM systems, "agreement" else."""
-    return "kept" if name.endswith("_llm") else "agreement"
+    """The search's QoS when none is asked for: "gold" for the LLM systems (the QoS the
+    held-out evaluation reports, on a random sample of tuning questions: a gain counts as
+    it does held out, so the tuning ranking is the one reported), "agreement" else."""
+    return "gold" if name.endswith("_llm") else "agreement"
 
 
 def qos_note(result) -> str | None:
@@ -236,38 +186,25 @@ def exact_outputs(spec: str, inputs: list, jobs: int) -> list:
         return pool.map(_run_exact, inputs, chunksize=max(1, -(-len(inputs) // jobs)))
 
 
-def fixed_knobs(program, questions, path: Path) -> dict[str, float]:
-    """The program's negligible knobs (`negligible_knobs`: name -> measured time share),
-    kept in `path`: a resumed study keeps the search space it started with (a share
-    measured again could fall on the other side of the threshold)."""
-    if path.is_file():
-        return json.loads(path.read_text())
-    negligible = program.negligible_knobs(questions)
-    path.write_text(json.dumps(negligible, indent=1))
-    return negligible
-
-
 def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | None = None,
                 out_dir: str | Path | None = None, seed: int = 0, budget: float = BUDGET,
                 sampler: str = SAMPLER, report: bool = True, fresh: bool = True, evaluate: bool = True,
                 progress: bool = False, program=None, eval_repeats: int = REPEATS,
                 ablate_levels: tuple = (), n_eval: int | None = None, jobs: int = 1,
-                tuning_qos: str | None = None, screen: bool = False) -> SystemRun:
-    """Tune system `name` (or `program`, a RagSystem) on `n_tune` tuning questions
+                tuning_qos: str | None = None) -> SystemRun:
+    """Tune system `name` (or `program`, a SystemProgram) on `n_tune` tuning questions
     (evaluation: 5x as many, other articles; or the first `n_eval` of them), `trials`
-    evaluations per mode, at most about `seconds` of search, `jobs` worker processes
-    (each builds the system `name`; 1: this process runs `program`; the held-out
-    questions are shared among as many workers, `autotuner.sharded`); `evaluate=False`
-    skips the held-out evaluation (paired timing, `eval_repeats` rounds at most).
-    `ablate_levels` (percent QoS-loss levels): ablate the chosen point of each on the
-    first `n_tune` held-out questions. `tuning_qos` (TUNING_QOS; default: "kept" for the
-    LLM systems, "agreement" for the others): agreement with the exact answers suits the
-    extractive readers, whose spans are stable; a generated answer changes its wording
-    under almost any approximation, so for the LLM systems agreement rejects settings
-    that keep the gold answers, and "kept" tunes against the gold answers on questions
-    the exact program gets right ("gold": on all tuning questions). `screen`: the static
-    search starts with each knob alone at its gentlest step (`SearchSpace.screening`),
-    for a search of a few trials (the demo)."""
+    evaluations per mode, at most about `seconds` of search (half per mode; 0: none, a
+    resumed study is only evaluated), `jobs` worker processes (each builds the system
+    `name`; 1: this process runs `program`; the held-out questions are shared among as
+    many workers, `autotuner.sharded`); `evaluate=False` skips the held-out evaluation
+    (paired timing, `eval_repeats` rounds at most). `ablate_levels` (percent QoS-loss
+    levels): ablate the chosen point of each on the first `n_tune` held-out questions.
+    `tuning_qos` (TUNING_QOS; default: "gold" for the LLM systems, "agreement" for the
+    others): agreement with the exact answers suits the extractive readers, whose spans
+    are stable; a generated answer changes its wording under almost any approximation,
+    so the LLM systems tune against the gold answers ("kept": only on questions the
+    exact program gets right)."""
     import sys
 
     from autotuner import tune
@@ -299,31 +236,16 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
             raise ApproxError(f"the exact program answers none of {tried} tuning questions right: nothing to "
                               "tune against (try --llm-tuning-qos agreement)", where="examples.systems")
     tune_ref = None if tuning_qos == "agreement" else tune_a
-    # the dynamic seeds' thresholds split the states of questions as they come, not only of those kept
-    state_q = cand_q[:len(tune_q)] if tried else tune_q
-    negligible = fixed_knobs(program, tune_q[:8], out / "fixed.json")
-    fix = {k: 0 for k in negligible}
     narrow = {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
-    storage = f"sqlite:///{(out / 'study.db').resolve()}"
-    common = dict(metric=METRIC, budget=budget, sampler=sampler, seed=seed, storage=storage,
-                  out_dir=out, eval_inputs=eval_q, eval_references=eval_a, repeats=REPEATS, clock=clock(),
-                  narrow=narrow, fix=fix, progress=progress)
-    if screen:
-        from autotuner import SearchSpace, enqueue
-
-        space = SearchSpace.from_program(program, "static").narrow(dict(narrow)).fix(dict(fix))
-        enqueue(storage, f"{name}/static", space, space.screening(first=program.screen_first))
-    done = search_static_then_dynamic(
-        program, tune_q, tune_ref, name=name, trials=trials, seconds=seconds, spec=SYSTEMS.get(name), jobs=jobs,
-        seed_dynamic=lambda: seed_dynamic(program, storage, name, budget, narrow, fix, program.states(state_q),
-                                          limit=max(2, trials // 2)),  # at most half the trials
-        **common)
-    result = tune(program, tune_q, tune_ref, mode="both", n_trials=max(1, min(done.values())), evaluate=evaluate,
+    result = tune(program, tune_q, tune_ref, metric=METRIC, budget=budget, sampler=sampler, seed=seed,
+                  out_dir=out, eval_inputs=eval_q, eval_references=eval_a, repeats=eval_repeats, clock=clock(),
+                  narrow=narrow, progress=progress, mode="both", n_trials=trials, evaluate=evaluate,
                   study_name=name, jobs=jobs if getattr(program, "spec", None) else 1,
-                  **{**common, "repeats": eval_repeats})
-    merge_static_front(result, program)
+                  timeout=None if seconds is None else max(seconds / 2, 1e-6))
     scores = result.exact_scores_eval  # the held-out evaluation's exact run (in this process or its workers)
     qos_exact = sum(scores) / len(scores) if evaluate and scores else None
+    negligible = json.loads((out / STRATEGY_FILE).read_text())["negligible"] if (out / STRATEGY_FILE).is_file() \
+        else {}
     result.notes += [
         TUNING_QOS[tuning_qos] + (f" ({len(tune_q)} tuning questions, found among {tried} tried)" if tried else ""),
         "fixed at exact (their stage takes under 2 % of the exact program's time): "
@@ -334,6 +256,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     if ablate_levels and evaluate:
         explain_levels(result, program, eval_q[:n_tune], eval_a[:n_tune], METRIC, ablate_levels)
     result.save(out / "result.json")
+    done = {m: evaluated_trials(f"sqlite:///{(out / 'study.db').resolve()}", f"{name}/{m}")
+            for m in ("static", "dynamic")}
     run = SystemRun(name, result, qos_exact, 0.0, out, trials_per_mode=done, fixed=negligible)
     if report:
         from autotuner.report import write_report

@@ -1,0 +1,110 @@
+"""The figures of a study's front: its points timed paired on the tuning split
+where their speedups were modelled (`time_front`), and re-measured on the held-out
+split (`eval_front`); each kept in the study as it is measured, so a resumed run
+measures only the points left."""
+
+from __future__ import annotations
+
+from approx_dialect.diagnostics import ApproxError
+from autotuner._records import TIMED, front, records
+from autotuner.explain import is_exact
+from autotuner.measure import Measurer
+from autotuner.results import FrontPoint
+
+MAX_TIMING_ROUNDS = 5  # front timing: rounds of timing the untimed points of the front
+
+
+def time_front(study, timer: Measurer, program, budget: float, say=None) -> int:
+    """Time the front's points paired (their speedups were modelled), as the figures
+    they are ranked by from then on (`TIMED` study attrs, kept across a resume); a
+    point timed slower than modelled may leave the front and uncover another, so
+    this goes on until the front is timed. Returns the number of points timed."""
+    from autotuner.workers import build
+
+    timed = 0
+    for _ in range(MAX_TIMING_ROUNDS):
+        todo = [r for r in front(records(study), budget) if not r.attrs.get("timed")]
+        if not todo:
+            break
+        for r in todo:
+            if all(is_exact(v) for v in r.config.values()):  # the exact program: not timed against itself
+                figures = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0,
+                           "seconds": timer.exact_seconds(), "exact_seconds": timer.exact_seconds()}
+            else:
+                try:
+                    figures = timer.timed_figures(build(program, r.config))
+                except ApproxError as err:  # it ran untimed: a failure now is the machine's, not the point's
+                    figures = {"speedup": 0.0, "error": err.line()}
+                timed += 1
+                if say:
+                    say(f"timed front point {r.number}: {figures['speedup']:.2f}x (modelled {r.speedup:.2f}x)")
+            study.set_user_attr(f"{TIMED}{r.number}", figures)
+    return timed
+
+
+def eval_front(study, fr: list, program, eval_m, mode: str, notes: list) -> list[FrontPoint]:
+    """The front's points, re-measured on the held-out split (`eval_m`: a Measurer, or a
+    ShardedEvaluation whose workers share the inputs; kept in the study, so a resume
+    does not measure them again). A point with every knob exact is the exact program
+    (knob 0 is exact): 1.00x and no loss, not timed against itself (for a costly
+    program, two exact passes saved per mode)."""
+    from autotuner.sharded import ShardedEvaluation
+    from autotuner.workers import build
+
+    points, figures, pending = [], {}, []
+    for r in fr:
+        p = FrontPoint(mode, r.config, r.qos_loss, r.speedup, seconds_tune=r.attrs.get("seconds"),
+                       trial=r.number, money_tune=r.attrs.get("money"))
+        if "speedup_low" in r.attrs:
+            p.speedup_tune_ci = [r.attrs["speedup_low"], r.attrs["speedup_high"]]
+        p.ir = transformed_ir(program, r.config)
+        points.append(p)
+        if eval_m is None:
+            continue
+        cached = study.user_attrs.get(f"eval:{r.number}")
+        if cached is None and all(is_exact(v) for v in r.config.values()):
+            # every knob exact: the exact program, whose figures the evaluation's exact run already has
+            cached = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
+                      "money": eval_m.exact_money(), "ci": None, "loss_ci": [0.0, 0.0]}
+        if cached is None:
+            pending.append(r)
+        else:
+            figures[r.number] = cached
+
+    def store(i: int, m) -> None:
+        cached = {"error": m} if isinstance(m, str) else m.held_out_figures()
+        study.set_user_attr(f"eval:{pending[i].number}", cached)
+        figures[pending[i].number] = cached
+
+    if isinstance(eval_m, ShardedEvaluation):
+        eval_m.measure([r.config for r in pending], store)
+    elif eval_m is not None:
+        for i, r in enumerate(pending):
+            try:
+                store(i, eval_m.measure(build(program, r.config), r.config))
+            except ApproxError as err:
+                store(i, err.line())
+    for p, r in zip(points, fr):
+        cached = figures.get(r.number)
+        if cached is None:
+            continue
+        if "error" in cached:
+            notes.append(f"{mode} trial {r.number}: held-out evaluation failed: {cached['error']}")
+        else:
+            p.qos_loss_eval, p.speedup_eval = cached["qos_loss"], cached["speedup"]
+            p.seconds_eval, p.money_eval = cached["seconds"], cached["money"]
+            p.speedup_eval_ci, p.qos_loss_eval_ci = cached.get("ci"), cached.get("loss_ci")
+    return points
+
+
+def transformed_ir(program, config: dict) -> str | None:
+    """The approx-free IR of `config`, where the program has IR (an MlirProgram's
+    `transformed_ir`, a decorated function's `ir(after=True, config=...)`)."""
+    try:
+        if callable(getattr(program, "transformed_ir", None)):
+            return program.transformed_ir(config)
+        if callable(getattr(program, "ir", None)):
+            return program.ir(after=True, config=config)
+    except (ApproxError, TypeError):
+        pass
+    return None

@@ -1,0 +1,171 @@
+"""The search strategy for a program of component calls (an LLM, a retrieval, a
+tool), which `tune()` runs on any such program:
+
+1. **Where the time goes.** The exact program's component calls are profiled on a
+   few tuning inputs (`Program.profile`: seconds per label); the knobs of components
+   taking under `NEGLIGIBLE` of the time are fixed at exact (approximating them gives
+   at most 1 / (1 - share)). A program may say it otherwise (`negligible_knobs`, e.g.
+   a retrieval's stages). Kept in `strategy.json` beside the study, so a resumed study
+   keeps the space it started with.
+2. **A screen.** The static study starts with each knob alone: first every knob at
+   its gentlest step, then its other values, the knobs of the components that take the
+   time first (a knob is `<label>.<setting>`).
+3. **Dynamic from static.** The dynamic study starts from the static front: each front
+   configuration as it is, and with a ladder's cheaper value applied only where the
+   decision's state is high, or low, or across the widest gaps between groups of
+   states (`dynamic_seeds`; states from the program's `states(inputs)`, else thresholds
+   spread over the ladder's range).
+4. **One front.** A static configuration is a dynamic one whose decisions are all
+   equal: the dynamic front is the Pareto front of the dynamic trials and the static
+   front (`merge_static_front`), so dynamic >= static by construction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from autotuner._pareto import pareto_indices
+
+NEGLIGIBLE = 0.02  # share of the exact program's time under which a component's knobs are fixed
+PROFILE_INPUTS = 8  # tuning inputs the profile runs on
+STRATEGY_FILE = "strategy.json"
+
+
+def applies(program) -> bool:
+    """Whether `program` is one of component calls, whose search this strategy is for."""
+    return callable(getattr(program, "profile", None)) and any(
+        "." in k.name for k in program.knobs())
+
+
+def time_shares(program, inputs, out: Path) -> dict:
+    """{"shares": {label: share of the exact time}, "negligible": {knob: share}}, measured
+    once on the first PROFILE_INPUTS inputs and kept in `out`/STRATEGY_FILE."""
+    path = out / STRATEGY_FILE
+    if path.is_file():
+        return json.loads(path.read_text())
+    sample = list(inputs[:PROFILE_INPUTS])
+    shares = {label: v["share"] for label, v in program.profile(sample).items()}
+    own = getattr(program, "negligible_knobs", None)
+    negligible = dict(own(sample)) if callable(own) else negligible_of(program, shares)
+    plan = {"shares": shares, "negligible": negligible}
+    path.write_text(json.dumps(plan, indent=1))
+    return plan
+
+
+def negligible_of(program, shares: dict[str, float], share: float = NEGLIGIBLE) -> dict[str, float]:
+    """The knobs (`<label>.<setting>`) of components whose calls took under `share` of
+    the exact program's time (`shares`: label -> share, from `profile`), with that share;
+    a component not called on the profiled inputs is not among them (nothing measured)."""
+    return {k.name: shares[k.name.split(".")[0]] for k in program.knobs()
+            if "." in k.name and shares.get(k.name.split(".")[0], share) < share}
+
+
+def screen(space, shares: dict[str, float]) -> list[dict]:
+    """Each free static knob alone: every knob at its gentlest step first, then at each
+    other value, the knobs of the components with the largest time share first."""
+    base = space.seeds()[0]
+    ranked = sorted((d for d in space.free() if not d.dynamic),
+                    key=lambda d: -shares.get(d.name.split(".")[0], 0.0))
+    steps = {d.name: sorted(v for v in d.values if v != base[d.name].get("knob_val")) for d in ranked}
+    out = [{**base, d.name: {"knob_val": steps[d.name][0]}} for d in ranked if steps[d.name]]
+    out += [{**base, d.name: {"knob_val": v}} for d in ranked for v in steps[d.name][1:]]
+    return out
+
+
+def widest_gaps(states: list[int], n: int) -> list[int]:
+    """n thresholds between groups of `states` (sorted): the midpoints of the n widest
+    gaps between consecutive distinct states, where each is at least twice the median
+    gap; [] where the states have no such groups (evenly spread, or too few)."""
+    distinct = sorted(set(states))
+    widths = [(b - a, a, b) for a, b in zip(distinct, distinct[1:])]
+    if len(widths) < n:
+        return []
+    median = sorted(w for w, _, _ in widths)[len(widths) // 2]
+    widest = sorted(widths, reverse=True)[:n]
+    if widest[-1][0] < 2 * median:
+        return []
+    return sorted((a + b + 1) // 2 for _, a, b in widest)
+
+
+def dynamic_seeds(space, static_configs: list[dict], states: list[int] | None) -> list[dict]:
+    """The dynamic study's first configurations: each static front configuration (least
+    approximate first; itself measured in the static study) with one ladder at a time at a
+    cheaper value k (for a static 0: value 1) applied only where the state is high
+    ([0, k, k], [0, 0, k] at the tertiles, [0, 0, k] at the median), only where it is
+    low ([k, 0, 0] at the median), and, where the states fall into groups, on either
+    side of the widest gaps. `states`: the tuning inputs' decision states (None:
+    thresholds spread over each ladder's range)."""
+    ladders = [d for d in space.dims if d.dynamic and d.fixed is None and not d.tree_features]
+    out = []
+
+    def points(d) -> list[int]:
+        if states:
+            return sorted(states)
+        lo, hi = d.bounds[0][0], d.bounds[-1][1]
+        return [lo + (hi - lo) * i // 8 for i in range(9)]
+
+    def ladder(d, ts, decisions) -> dict:
+        return {"thresholds": sorted(min(max(t, lo), hi) for t, (lo, hi) in zip(ts, d.bounds)),
+                "decisions": decisions}
+
+    for cfg in static_configs:
+        def value(d):
+            s = cfg[d.name]
+            return s["knob_val"] if "knob_val" in s else s["decisions"][0]
+
+        def quantile(d, q: float) -> int:
+            qs = points(d)
+            return qs[min(len(qs) - 1, int(q * len(qs)))]
+
+        # every ladder as its static value (measured in the static study), then one at a time switched
+        uniform = {**cfg, **{d.name: ladder(d, [quantile(d, (i + 1) / (len(d.bounds) + 1))
+                                                for i in range(len(d.bounds))],
+                                            [value(d)] * (len(d.bounds) + 1)) for d in ladders}}
+        for d in ladders:
+            n, k = len(d.bounds), value(d) or 1
+            tertiles = [quantile(d, (i + 1) / (n + 1)) for i in range(n)]
+            median = [quantile(d, (i + 1) / (2 * n)) for i in range(n)]  # the last one at the median
+            above = [quantile(d, (n + i) / (2 * n)) for i in range(n)]  # the first one at the median
+            cuts = [(tertiles, [0] + [k] * n), (tertiles, [0] * n + [k]), (median, [0] * n + [k]),
+                    (above, [k] + [0] * n)]
+            gaps = widest_gaps(points(d), n)
+            if gaps:
+                cuts += [(gaps, [k] + [0] * n), (gaps, [0] * n + [k])]
+            out += [{**uniform, d.name: ladder(d, ts, decisions)} for ts, decisions in cuts]
+    return out
+
+
+def states_of(program, inputs) -> list[int] | None:
+    """The tuning inputs' decision states, where the program says them (`states`)."""
+    states = getattr(program, "states", None)
+    return list(states(list(inputs))) if callable(states) else None
+
+
+def merge_static_front(result, program, ir=None) -> None:
+    """A static configuration is a dynamic one whose decisions are all equal, so the
+    dynamic front is the Pareto front (on the tuning split) of the dynamic trials and
+    the static front's configurations, these with the figures measured in the static
+    study (one program, measured once: timing noise does not rank it twice). `ir`:
+    config -> its transformed IR."""
+    ladders = [s for s in program.knobs() if s.kind == "ladder"]
+    static = [p for p in result.front if p.mode == "static"]
+    pool = [p for p in result.front if p.mode == "dynamic"]
+    for p in static:
+        knobs = dict(p.knobs)
+        for spec in ladders:
+            k = knobs[spec.name]["knob_val"]
+            knobs[spec.name] = {"thresholds": list(spec.current["thresholds"]),
+                                "decisions": [k] * (spec.num_thresholds + 1)}
+        pool.append(dataclasses.replace(p, mode="dynamic", knobs=knobs, trial=None,
+                                        ir=ir(knobs) if ir is not None else None))
+    keep = [pool[i] for i in pareto_indices([(p.qos_loss_tune, p.speedup_tune) for p in pool])]
+    result.front = static + keep
+    on_front = {p.trial for p in keep}
+    for t in result.all_trials:
+        if t.mode == "dynamic":
+            t.dominated = t.trial not in on_front
+    n = sum(p.trial is None for p in keep)
+    result.notes.append(f"dynamic front: the dynamic trials and the static front's configurations (decisions all "
+                        f"equal, figures from the static study); {n} of {len(keep)} come from the static front")
