@@ -101,16 +101,36 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
         return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)
 
     objective = Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=job.n_trials)
-    optimize(study, objective, job.n_trials, job.space.size(), callbacks, job.patience, job.deadline)
+    optimize(study, objective, job.n_trials, job.space.size(), [*callbacks, _stop_if_interrupted], job.patience,
+             job.deadline)
+
+
+_interrupted = False  # this worker process got a Ctrl-C (`_on_ctrl_c`)
+
+
+def _on_ctrl_c(signum, frame) -> None:
+    """A worker's SIGINT handler: KeyboardInterrupt where the worker is, and a flag the
+    trial loop reads after each trial (`_stop_if_interrupted`). Python drops a
+    KeyboardInterrupt raised inside a finalizer or a weakref callback ("Exception
+    ignored in ..."); without the flag such a Ctrl-C would leave the worker starting
+    trials until the parent stops it."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def _stop_if_interrupted(study, trial) -> None:
+    if _interrupted:
+        raise KeyboardInterrupt
 
 
 def _worker_main(job: Job, errors, ready=None, interruptible: bool = True) -> None:
     # Started with SIGINT blocked (see _sigint_held): a Ctrl-C that came while it
     # imported is delivered here, inside the try, and ends it quietly; from here on a
-    # Ctrl-C ends the running trial as interrupted, unless the parent ignores SIGINT
-    # itself (a background job).
+    # Ctrl-C ends the running trial as interrupted (or, if Python dropped it, the worker
+    # at the end of that trial), unless the parent ignores SIGINT itself (a background job).
     if interruptible:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, _on_ctrl_c)
     if not verbose():  # the parent's --verbose, through the environment
         optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 from approx_opt.program import MlirProgram
@@ -37,7 +38,7 @@ def finished(db: Path) -> int:
     if not db.exists():
         return 0
     try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60) as con:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)) as con:
             return con.execute("select count(*) from trials where state = 'COMPLETE'").fetchone()[0]
     except sqlite3.OperationalError as err:
         if "no such table" in str(err):
