@@ -51,8 +51,14 @@ class Measured:
 
     def keep_outputs(self, path) -> bool:
         """Keep the kept providers' call outputs on disk in `path` too (the tuner's
-        cost model and its resumed studies read them); False when nothing is kept."""
-        if not self.reuse.providers:
-            return False
+        cost model and its resumed studies read them): those `reuse.keep` chose, else
+        every provider of the program that is `deterministic` (an in-process model
+        decoding greedily); False when nothing is kept."""
+        if not self.reuse.providers:  # none chosen: those that say they are deterministic
+            self.knobs()  # lowered: its component registry is known
+            chosen = [p for p in self._components.values() if getattr(p, "deterministic", False)]
+            if not chosen:
+                return False
+            self.reuse.keep(chosen)
         self.reuse.attach(path)
         return True

@@ -114,3 +114,23 @@ def test_keys_differ_with_each_part():
                          ("q", ("p",))),
                 call_key("component.generate", s, ("pro=y",), ("q", ("p",))),
                 call_key("component.generate", s, ("pro=x",), ("q", ("p", "r")))}) == 5
+
+
+def test_a_program_keeps_the_outputs_of_its_deterministic_providers_only(parts, tmp_path):
+    """`keep_outputs` with no providers chosen keeps those that say they are
+    deterministic (an in-process reader or LLM), never an endpoint's."""
+    from frontends.components.llm.openai_backend import OpenAIAnswerModel
+
+    _, pro = parts
+    local = Generate("answer", pro)
+    remote = Generate("remote", OpenAIAnswerModel("http://127.0.0.1:9/v1", "m", name="remote"))
+
+    def ask(question, passages):
+        return local(question, passages).text
+
+    def ask_remote(question, passages):
+        return remote(question, passages).text
+
+    kept, served = Knob()(ask), Knob()(ask_remote)
+    assert kept.keep_outputs(tmp_path / "a.db") and kept.reuse.providers == {id(pro)}
+    assert not served.keep_outputs(tmp_path / "b.db") and not (tmp_path / "b.db").exists()

@@ -81,6 +81,7 @@ class AnswerModel(ABC):
 
     name: str = "model"
     supports: frozenset[str] = frozenset({"max_new_tokens"})
+    deterministic: bool = False  # the same call gives the same answer (greedy, in process): its outputs may be kept
 
     def answer_with(self, question: str, contexts: Sequence, settings) -> Answer:
         """The answer under a generate op's settings (contexts already cut): the

@@ -41,6 +41,7 @@ class Generation:
 
 class CausalLM(Variants, AnswerModel):
     supports = frozenset({"precision", "template"}) | transformers_options()
+    deterministic = True  # greedy decoding on the process's torch threads
 
     def __init__(self, model, tokenizer, name: str = "causal-lm", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS):
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name

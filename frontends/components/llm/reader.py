@@ -35,6 +35,7 @@ def load_tokenizer(model_dir: Path | None = None):
 
 class ExtractiveReader(Variants, AnswerModel):
     supports = frozenset({"max_new_tokens", "precision"})  # max_new_tokens: the longest span
+    deterministic = True  # the best span of one forward pass on the process's torch threads
 
     def __init__(self, module: torch.nn.Module, tokenizer=None, name: str = "reader",
                  max_length: int = MAX_LENGTH, stride: int = STRIDE,

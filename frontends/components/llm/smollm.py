@@ -245,6 +245,7 @@ class SmolLM2(Variants, AnswerModel):
     are built once and share the loaded weights."""
 
     supports = frozenset({"precision", "layers", "template", "token_exit"}) | transformers_options()
+    deterministic = True  # greedy decoding on the process's torch threads
     precisions = FLOATS | {"int8"}
     compiled_decode = True  # on CUDA: decode with `gpu_decode` (False: transformers' eager generate, the reference)
     token_exit: int | None = None  # percent: a token's exit confidence threshold (None: every token from the top)
