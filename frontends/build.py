@@ -32,6 +32,7 @@ from approx_dialect import (
     AnnotationTransformOp,
     AnnotationTryOp,
 )
+from approx_dialect.diagnostics import ApproxError
 from approx_dialect.ops import i32_array
 from frontends.knob_config import Decorated, KnobConfig, KnobError
 from frontends.lower_kernel import kernel_function
@@ -61,6 +62,7 @@ class ModuleBuilder:
         self._labels: dict[str, object] = {}  # component label -> the first component declaring it
         self._declared: list = []  # every component called, once
         self.orchestration: dict[int, str] = {}  # decorated orchestration callee -> its symbol
+        self.call_sites: dict[str, tuple] = {}  # component label -> (source, call node) of its first call
 
     def symbol(self, base: str, exact: bool = False) -> str:
         """A fresh symbol name (`exact`: this very name, an error if taken)."""
@@ -123,9 +125,18 @@ class ModuleBuilder:
         return symbol
 
     def module(self) -> ModuleOp:
+        """The module; a knob no provider of its label supports is an error at the label's first call."""
         from frontends.components.declare import check_knobs
 
-        check_knobs(self._declared)
+        by_label: dict[str, list] = {}
+        for comp in self._declared:
+            by_label.setdefault(comp.label, []).append(comp)
+        for label, comps in by_label.items():
+            try:
+                check_knobs(comps)
+            except ApproxError as err:
+                site = self.call_sites.get(label)
+                raise (site[0].relocate(err, site[1]) if site else err) from None
         return ModuleOp([*self.annotations, *self.functions])
 
     # ------------------------------------------------------------ kernel helpers
@@ -198,7 +209,16 @@ def _param_index(src: FunctionSource, arg) -> int:
 
 def emit_annotations(b: ModuleBuilder, fname: str, cfg: KnobConfig, src: FunctionSource,
                      ins: list, outs: list, helper) -> None:
-    """The annotations of `cfg` on function `fname` (types ins -> outs) and their functions."""
+    """The annotations of `cfg` on function `fname` (types ins -> outs) and their functions;
+    a setting that does not fit the function is an error at its decorator."""
+    try:
+        _emit_annotations(b, fname, cfg, src, ins, outs, helper)
+    except KnobError as err:
+        raise src.relocate(err, src.tree.decorator_list[0] if src.tree.decorator_list else src.tree) from None
+
+
+def _emit_annotations(b: ModuleBuilder, fname: str, cfg: KnobConfig, src: FunctionSource,
+                      ins: list, outs: list, helper) -> None:
     loc = src.loc(src.tree.decorator_list[0] if src.tree.decorator_list else src.tree)
     anns: list[Operation] = []
     selected: set[str] = set()

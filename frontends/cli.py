@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
 
 from approx_dialect.diagnostics import ApproxError
 
@@ -21,16 +22,28 @@ def load_function(spec: str):
         sys.path.insert(0, os.getcwd())
     try:
         obj = importlib.import_module(module_name)
-    except Exception as err:  # the module's own import error, in one line
-        msg = (str(err).strip().splitlines() or [""])[0]
+    except Exception as err:  # the module's own import error, in one line, at its line when it has one
+        msg = err.message if isinstance(err, ApproxError) else (str(err).strip().splitlines() or [""])[0]
         raise ApproxError(f"cannot import '{module_name}': {type(err).__name__}: {msg}",
-                          where="<command line>") from None
+                          where=_raised_at(err, module_name) or "<command line>") from None
     for part in qualname.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
             raise ApproxError(f"'{module_name}' has no '{qualname}'", where="<command line>") from None
     return obj
+
+
+def _raised_at(err: Exception, module_name: str) -> str | None:
+    """`FILE:LINE` of the statement of module `module_name` that raised `err` while it
+    was imported (a declaration it makes, a syntax error in it); None if none did."""
+    if isinstance(err, SyntaxError) and err.filename and err.lineno:
+        return f"{err.filename}:{err.lineno}" + (f":{err.offset}" if err.offset else "")
+    where = None
+    for frame, line in traceback.walk_tb(err.__traceback__):
+        if frame.f_globals.get("__name__") == module_name and frame.f_code.co_name == "<module>":
+            where = f"{frame.f_code.co_filename}:{line}"
+    return where
 
 
 def python_input(spec: str) -> tuple[str, str]:

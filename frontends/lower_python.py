@@ -21,6 +21,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, StringAttr, UnitAttr, f64, i1, i64
 from xdsl.ir import Block, Region
 
+from approx_dialect.diagnostics import ApproxError
 from approx_dialect.pyobj import OBJ, BoxOp, CallOp, ConstOp, GlobalOp, ObjType, UnboxOp, UnpackOp
 from frontends import pyruntime as rt
 from frontends.components.declare import Component
@@ -214,8 +215,17 @@ class PythonLowering(BodyLowering):
             raise self.unsupported(f"keyword arguments in a call of component '{comp.label}'", node)
         if len(args) != comp.ARITY:
             raise self.error(f"component '{comp.label}' takes {comp.ARITY} argument(s), got {len(args)}", node)
-        self.builder.component(comp, self.name)
-        return Val(self.emit(comp.op([self.obj(a).ssa for a in args])).results[0])
+        operands = [self.obj(a).ssa for a in args]
+        first = len(self.builder.annotations)
+        try:
+            self.builder.component(comp, self.name)
+            op = comp.op(operands)
+        except ApproxError as err:  # its declaration is wrong: said at the call that lowers it
+            raise self.src.relocate(err, node) from None
+        for ann in self.builder.annotations[first:]:  # its knobs, declared by this first call: errors point here
+            ann.location = self.src.loc(node)
+        self.builder.call_sites.setdefault(comp.label, (self.src, node))
+        return Val(self.emit(op).results[0])
 
     def decorated_call(self, fn, args: list, node) -> Val:
         """A call of another decorated orchestration function: lowered into this module

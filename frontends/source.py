@@ -20,6 +20,8 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
 from approx_dialect.diagnostics import ApproxError
 
 _MISSING = object()
+UNPLACED = ("<decorator>", "<component>", "<components>")
+"""Where errors about settings say they are when raised away from the source."""
 
 
 @dataclass
@@ -86,6 +88,14 @@ class FunctionSource:
 
     def unsupported(self, node: ast.AST | None, what: str) -> ApproxError:
         return self.error(node, f"unsupported Python syntax: {what}")
+
+    def relocate(self, err: ApproxError, node: ast.AST | None) -> ApproxError:
+        """`err` pointed at `node` when it names no place in a file (a decorator setting
+        or a component found wrong while lowering): the same error, its line saying where."""
+        if err.where in UNPLACED:
+            err.where = self.where(node)
+            err.args = (err.line(),)
+        return err
 
     def resolve(self, name: str) -> Any:
         """What a free name means where the function was defined (closure cell,

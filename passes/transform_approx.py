@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from approx_dialect import TransformOp
+from approx_dialect.param import ParamOp
 from passes.ir_utils import ModuleSymbols, ops_of
 from passes.transformations import REWRITES, component_ops
 
@@ -34,8 +35,14 @@ class TransformApproxPass(ModulePass):
             decided = component_ops.decided_by(transform)
             if decided:
                 component_ops.apply_decided(transform, decided)
-            else:
+            if not decided or _has_params(transform):  # the function's own `Param` follows the same decision
                 REWRITES[transform.transform_type.data](transform, symbols)
             transform.detach()
             transform.erase()
         component_ops.apply_all(op)
+
+
+def _has_params(transform: TransformOp) -> bool:
+    """The function's own `approx.param` ops in this case of a decision: it sets them too."""
+    return transform.transform_type.data == "param" and any(
+        isinstance(op, ParamOp) for op in transform.parent_region().walk())

@@ -39,11 +39,15 @@ from approx_dialect.pyobj import ConstOp
 from passes.ir_utils import parent_func
 
 
-def targets(module: ModuleOp, ann: AnnotationComponentOp) -> list[ComponentOp]:
-    """The ops the knob rewrites; an error when the parameter is not theirs."""
+def targets(module: ModuleOp, ann: AnnotationComponentOp, skipped: frozenset[str] | set[str] = frozenset()
+            ) -> list[ComponentOp]:
+    """The ops the knob rewrites; an error when the parameter is not theirs. `skipped`:
+    labels whose calls an earlier knob dropped (a skip without a fallback leaves a
+    `pyobj.const`, which names no label)."""
     label, parameter = ann.component.data, ann.parameter.data
     ops = [op for op in module.walk() if isinstance(op, ComponentOp) and op.component.data == label]
-    if not ops and any(isinstance(op, FallbackOp) and op.component.data == label for op in module.walk()):
+    if not ops and (label in skipped
+                    or any(isinstance(op, FallbackOp) and op.component.data == label for op in module.walk())):
         return []  # the label's calls were skipped: nothing left to rewrite
     if not ops:
         raise ApproxError(f"knob '{ann.knob_name()}': no component op labelled '{label}' in the module", ann)
@@ -112,12 +116,13 @@ def _cascade(op: GenerateOp, models: list, start: int, threshold: float) -> None
     op.erase()
 
 
-def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, region=None) -> None:
+def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, region=None,
+          skipped: set[str] | None = None) -> None:
     """Rewrite the ops of `ann` (those in `region` only, when given) at knob value k
-    (default: the annotation's)."""
+    (default: the annotation's); a skip adds its label to `skipped`."""
     k = ann.knob_val.value.data if k is None else k
     ttype = ann.transform_type.data
-    ops = targets(module, ann)
+    ops = targets(module, ann, skipped if skipped is not None else frozenset())
     if region is not None:
         ops = [op for op in ops if region.is_ancestor(op)]
     if k == 0:
@@ -126,6 +131,8 @@ def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, re
     for op in ops:
         if ttype == "task_skipping":
             _skip(op, ann)
+            if skipped is not None:
+                skipped.add(ann.component.data)
         elif ttype == "cascade":
             if op.properties["model"] in values:
                 continue  # already a cheaper model: nothing to escalate from
@@ -137,7 +144,10 @@ def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, re
 
 def decided_by(transform: TransformOp) -> list[AnnotationComponentOp]:
     """The decided component knobs that `transform` (one case of a decision tree) sets:
-    those of its function with its transform_type."""
+    those of its function with its transform_type. A static knob value of that type
+    (not in a case of a decision) sets none."""
+    if not isinstance(transform.parent_op(), scf.IndexSwitchOp):
+        return []
     func, module = parent_func(transform), transform.get_toplevel_object()
     if func is None or not isinstance(module, ModuleOp):
         return []
@@ -158,8 +168,9 @@ def apply_decided(transform: TransformOp, anns: list[AnnotationComponentOp]) -> 
 
 def apply_all(module: ModuleOp) -> None:
     """Apply (static ones) and erase every component knob of `module`."""
+    skipped: set[str] = set()
     for ann in [op for op in module.ops if isinstance(op, AnnotationComponentOp)]:
         if ann.decided is None:
-            apply(module, ann)
+            apply(module, ann, skipped=skipped)
         ann.detach()
         ann.erase()

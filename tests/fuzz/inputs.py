@@ -29,6 +29,7 @@ class Case:
     flags: tuple[str, ...] = ()
     python: bool = False  # `data` is a Python module: `approx-opt --from-python MODULE:f`
     expect: str | None = None  # "output": a valid input, an error is a finding
+    located: bool = False  # each error line must say where (`FILE:LINE:COL`, or the config / pipeline / command line)
 
     def describe(self) -> str:
         head = self.data[:2000].decode("utf-8", "replace")

@@ -10,6 +10,7 @@ crashes, and the upstream-MLIR fast path for large inputs)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import os
@@ -78,6 +79,8 @@ def judge(rc: int | None, stdout: str, stderr: str, seconds: float, hung: bool =
         out.problem = f"{len(lines)} lines on stderr for {'one error' if chunks == 1 else f'{chunks} chunks'}"
     elif rc == 1 and any("error:" not in ln for ln in lines):
         out.problem = f"error line without 'error:': {next(ln for ln in lines if 'error:' not in ln)[:200]}"
+    elif rc == 1 and case is not None and case.located and any(not LOCATED.match(ln) for ln in lines):
+        out.problem = f"error line without a location: {next(ln for ln in lines if not LOCATED.match(ln))[:200]}"
     elif rc == 0 and lines:
         out.problem = f"exit 0 with stderr: {lines[0][:200]}"
     elif case is not None and case.expect == "output" and rc != 0:
@@ -86,6 +89,9 @@ def judge(rc: int | None, stdout: str, stderr: str, seconds: float, hung: bool =
 
 
 SPLIT_LINE = re.compile(r"^[ \t]*// -----[ \t]*\r?$", re.MULTILINE)  # approx_opt.main's marker lines
+# Where an error is: a line (and column) of the input file, of a Python source or of the IR of MODULE:FUNCTION,
+# or the configuration, the pipeline string or the command line when the error is theirs.
+LOCATED = re.compile(r"^(?:\S.*?:\d+(?::\d+)?|<(?:config|pipeline|command line)>): error: ")
 _LOCATION = re.compile(r"^(\S*?):(\d+):")
 
 
@@ -115,7 +121,7 @@ def padded(case: Case) -> Case:
     from approx_opt.upstream_import import FAST_PATH_MIN_CHARS
 
     pad = b"// " + b"x" * FAST_PATH_MIN_CHARS + b"\n"
-    return Case(case.kind + ":padded", pad + case.data, case.passes, case.config, case.flags, case.python, case.expect)
+    return dataclasses.replace(case, kind=case.kind + ":padded", data=pad + case.data)
 
 
 def _write_inputs(case: Case, workdir: Path) -> list[str]:

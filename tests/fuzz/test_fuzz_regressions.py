@@ -4,6 +4,7 @@ line with exit code 1, or output."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -122,3 +123,101 @@ def test_python_warnings_are_one_line_each_before_the_error():
     warning, error = out.stderr.strip().splitlines()
     assert ":6: warning: SyntaxWarning:" in warning
     assert ":6:" in error and ": error: " in error
+
+
+# ---------------------------------------------------------------- component programs and decorated sources
+
+COMPONENT_KNOB = '  "approx.util.annotation.component"() <{{func_name = "f", component = "hint", {}}}> : () -> ()\n'
+SKIPPED_TWICE = (
+    "module {\n"
+    + COMPONENT_KNOB.format('parameter = "skip", transform_type = "task_skipping", values = [], knob_val = 1 : i32')
+    + COMPONENT_KNOB.format('parameter = "top_k", transform_type = "param", values = [1 : i64], knob_val = 1 : i32')
+    + "  func.func @f(%q: !pyobj.obj) -> !pyobj.obj {\n"
+    + '    %h = "component.retrieve"(%q) <{component = "hint", retriever = @bm25, top_k = 3 : i64}> '
+    + ": (!pyobj.obj) -> !pyobj.obj\n"
+    + "    func.return %h : !pyobj.obj\n  }\n}\n")
+
+
+def test_a_knob_after_a_skip_without_fallback_has_nothing_to_rewrite():
+    """A skip with neither `input` nor a value leaves a `pyobj.const` naming no label, so
+    the label's next knob said 'no component op labelled' (a tuner's skip = 1 failed)."""
+    out = run_pipeline(SKIPPED_TWICE, "approx-pipeline")
+    assert "component.retrieve" not in out and '"pyobj.const"() <{value}>' in out
+
+
+PY_HEAD = """from frontends import DecisionTree, Knob, Param
+from frontends.components.declare import Generate, Retrieve, Tune
+
+
+class Provider:
+    def __init__(self, name):
+        self.name = name
+        self.supports = frozenset()
+
+
+def size(x) -> int:
+    return len(str(x))
+
+"""
+
+
+def lowered(body: str, config: str | None = None, passes: str = "approx-pipeline"):
+    """approx-opt --from-python on PY_HEAD + body (its `f`)."""
+    return run_in_process(Case("regression", (PY_HEAD + body).encode(), passes, config, python=True, located=True))
+
+
+def test_skip_without_fallback_then_another_knob_from_the_decorator():
+    body = ('hint = Retrieve("hint", Provider("bm25"), top_k=3, tune=[Tune.skip(fallback=None), '
+            'Tune.param("top_k", 2, 1)])\n\n\n@Knob()\ndef f(question):\n    return hint(question)\n')
+    out = lowered(body, config='{"hint.skip": {"knob_val": 1}}')
+    assert out.problem is None and out.rc == 0, out.stderr
+
+
+DECIDED = ('answer = Generate("answer", Provider("pro"), tune=[Tune.param("passages", 2, 1, decided=True)])\n\n\n'
+           "@Knob({tree}param=Param('n', [1, 2]))\ndef f(question, n: int):\n"
+           "    return answer(question, [question] * n)\n")
+
+
+@pytest.mark.parametrize("tree", ["", "decision_tree=DecisionTree(size, [0], [5], [0, 2], 'param'), "])
+def test_param_of_a_function_whose_component_has_a_decided_knob(tree):
+    """The function's static `Param` knob was taken for a case of a decision and set the
+    decided knob instead of its own `approx.param` ('approx.param is still present');
+    with a decision tree, the tree set the decided knob and never the `Param`."""
+    out = lowered(DECIDED.replace("{tree}", tree))
+    assert out.problem is None and out.rc == 0, out.stderr
+    assert "approx.param" not in out.stdout
+    if tree:  # decision 2 in the default case: passages = values[1], n = values[1]
+        assert "passages = 1 : i64" in out.stdout and "arith.constant 2 : i64" in out.stdout
+    else:  # no decision: the decided knob stays as written
+        assert "passages" not in out.stdout
+
+
+@pytest.mark.parametrize("body, line, fragment", [
+    ('nameless = Generate("answer", Provider(""))\n\n\n@Knob()\ndef f(question):\n'
+     '    return nameless(question, [question])\n', 19, "needs a non-empty 'name'"),
+    ('a = Generate("answer", Provider("pro"))\nb = Generate("answer", Provider("fast"), '
+     'tune=[Tune.param("passages", 1)])\n\n\n@Knob()\ndef f(question):\n    x = a(question, [question])\n'
+     '    return b(question, [x])\n', 21, "declare different knobs"),
+    ("@Knob(decision_tree=DecisionTree(size, [3], [5], [0, 1], 'param'))\ndef f(question):\n"
+     "    return question\n", 14, "state index 3 is out of range"),
+    ('a = Generate("answer", Provider("pro"), tune=[Tune.cascade([Provider("fast")], [])])\n\n\n@Knob()\n'
+     "def f(question):\n    return a(question, [question])\n", 19, "cascade needs 'thresholds'"),
+    ('a = Generate("answer", Provider("pro"), tune=[Tune.param("layers", 2)])\n\n\n@Knob()\n'
+     "def f(question):\n    x = 1\n    return a(question, [question])\n", 20, "'layers' is not supported"),
+])
+def test_settings_found_wrong_while_lowering_are_errors_at_their_line(body, line, fragment):
+    """Errors about a component or a decorator setting raised while lowering said
+    `<component>` / `<decorator>`, or nothing (a component's knob that does not verify):
+    now the call or the decorator, FILE:LINE:COL."""
+    out = lowered(body)
+    assert out.problem is None and out.rc == 1, out.stderr
+    assert re.search(rf"fuzzpy_\w+\.py:{line}:\d+: error: .*{fragment}", out.stderr), out.stderr
+
+
+def test_a_declaration_that_fails_at_import_is_an_error_at_its_line():
+    """A component refused where it is declared failed the module's import: the error
+    said `<command line>` and carried a second `<component>: error:` inside."""
+    out = lowered('bad = Generate("a b", Provider("pro"))\n')
+    assert out.problem is None and out.rc == 1, out.stderr
+    assert re.search(r"fuzzpy_\w+\.py:14: error: cannot import '\w+': ApproxError: a component label is a name",
+                     out.stderr), out.stderr
