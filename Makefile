@@ -45,9 +45,12 @@ bench: install
 	$(PY) bench/results.py
 
 # the reliability checks at full size (figures in docs/reliability.md; `make test` runs each check small): approx-opt on
-# 10,000 fuzzed inputs + bounds-checked kernels, injected component faults, kill -9 during tuning, hostile names
+# FUZZ_SIZE fuzzed inputs (half of the earlier kinds, a quarter component programs, a quarter decorated sources calling
+# components; `make fuzz FUZZ_SIZE=100000` for the large run) + bounds-checked kernels, injected component faults,
+# kill -9 during tuning, hostile names
+FUZZ_SIZE ?= 20000
 fuzz: install
-	$(PY) bench/fuzz.py --inputs 10000 --kernels 300
+	$(PY) bench/fuzz.py --size $(FUZZ_SIZE) --kernels 300
 	$(PY) bench/reliability_faults.py
 	$(PY) bench/reliability_crash.py
 	$(PY) bench/reliability_injection.py --inputs 1000 --seed 0

@@ -2,6 +2,13 @@
 by the contract of docs/reliability.md: output (exit 0) or one clear error line (exit 1); no
 traceback, no `internal error`, no hang over 5 s, no crash of the interpreter.
 
+Three groups of inputs: `--inputs` of every earlier kind (mutated `.mlir`, pipelines,
+configurations, kernels, Python functions, ...), `--components` programs of component
+ops with their knobs (tests/fuzz/components.py) and `--sources` decorated Python
+programs calling components (tests/fuzz/pycomponents.py); these two must also say
+where each error is, and give output when valid. `--size N` splits N over the three
+(half, a quarter, a quarter): `make fuzz FUZZ_SIZE=100000`.
+
 Inputs run in-process (`main()`, in a pool of worker processes; a worker that
 dies is a crash, confirmed by re-running its inputs as commands); a sample (a
 quarter of it inputs large enough for the upstream-MLIR parsing path) also runs
@@ -29,12 +36,34 @@ from tests.fuzz.oracle import Outcome, run_in_process, run_in_subprocess  # noqa
 UPSTREAM_PATH_CHARS = 20_000  # approx_opt.upstream_import.worth_trying
 
 
-def generate(n: int, seed: int) -> list[Case]:
-    """n cases from the hypothesis strategies (generation only: no shrinking)."""
+GROUPS = ("mixed", "components", "sources")
+
+
+def strategy(group: str):
+    """The hypothesis strategy of a group of inputs."""
+    if group == "components":
+        from tests.fuzz.components import component_cases
+
+        return component_cases()
+    if group == "sources":
+        from tests.fuzz.pycomponents import component_source_cases
+
+        return component_source_cases()
+    from tests.fuzz.inputs import cases
+
+    return cases()
+
+
+def split(size: int) -> dict[str, int]:
+    """`--size N`: half the inputs of every earlier kind, a quarter of each new group."""
+    quarter = size // 4
+    return {"mixed": size - 2 * quarter, "components": quarter, "sources": quarter}
+
+
+def generate(n: int, seed: int, group: str = "mixed") -> list[Case]:
+    """n cases of a group from the hypothesis strategies (generation only: no shrinking)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
-
-    from tests.fuzz.inputs import cases
 
     out: list[Case] = []
     round_ = 0
@@ -42,7 +71,7 @@ def generate(n: int, seed: int) -> list[Case]:
         @hseed(seed + round_)
         @settings(max_examples=n - len(out), phases=[Phase.generate], database=None, deadline=None,
                   suppress_health_check=list(HealthCheck))
-        @given(cases())
+        @given(strategy(group))
         def collect(case):
             out.append(case)
 
@@ -55,12 +84,12 @@ def _slim(o: Outcome) -> Outcome:
     return Outcome(o.rc, "", o.stderr[:2000], o.seconds, o.problem)
 
 
-def _run_chunk(seed: int, size: int) -> list[tuple[Case, Outcome]]:
-    """Generate `size` cases from `seed` and run them in this (worker) process."""
-    return [(c, _slim(run_in_process(c))) for c in generate(size, seed)]
+def _run_chunk(seed: int, size: int, group: str) -> list[tuple[Case, Outcome]]:
+    """Generate `size` cases of `group` from `seed` and run them in this (worker) process."""
+    return [(c, _slim(run_in_process(c))) for c in generate(size, seed, group)]
 
 
-def _pooled(chunks: list[tuple[int, int]], workers: int) -> tuple[list, list[tuple[int, int]]]:
+def _pooled(chunks: list[tuple[int, int, str]], workers: int) -> tuple[list, list[tuple[int, int, str]]]:
     """Run chunks in a process pool: (results, chunks lost to a worker that died)."""
     done, lost = [], []
     with ProcessPoolExecutor(workers) as pool:
@@ -72,19 +101,25 @@ def _pooled(chunks: list[tuple[int, int]], workers: int) -> tuple[list, list[tup
     return done, lost
 
 
-def run_all(n: int, seed: int, workers: int, chunk: int = 50) -> list[tuple[Case, Outcome]]:
-    """Cases and in-process outcomes, generated and run in a pool of worker processes.
-    A worker that dies (a crash) takes the pool's pending chunks with it: those run
-    again, each in a pool of its own; a chunk that still kills its worker is generated
-    again here (same seed, same cases) and each of its inputs runs as a command,
-    which tells which input it was."""
-    chunks = [(seed * 100_003 + j, min(chunk, n - i)) for j, i in enumerate(range(0, n, chunk))]
+def run_all(counts: dict[str, int] | int, seed: int, workers: int, chunk: int = 50) -> list[tuple[Case, Outcome]]:
+    """Cases and in-process outcomes (`counts`: inputs per group), generated and run in
+    a pool of worker processes. A worker that dies (a crash) takes the pool's pending
+    chunks with it: those run again, each in a pool of its own; a chunk that still
+    kills its worker is generated again here (same seed, same cases) and each of its
+    inputs runs as a command, which tells which input it was."""
+    if isinstance(counts, int):
+        counts = {"mixed": counts}
+    chunks = []
+    for g, group in enumerate(GROUPS):  # each group its own seeds: a group's inputs do not depend on the others'
+        n = counts.get(group, 0)
+        chunks += [(seed * 100_003 + g * 10_000_019 + j, min(chunk, n - i), group)
+                   for j, i in enumerate(range(0, n, chunk))]
     done, lost = _pooled(chunks, workers)
     for ch in lost:
         again, crashed = _pooled([ch], 1)
         done += again
-        for s, size in crashed:
-            done += [(c, run_in_subprocess(c)) for c in generate(size, s)]
+        for s, size, group in crashed:
+            done += [(c, run_in_subprocess(c)) for c in generate(size, s, group)]
     return done
 
 
@@ -135,9 +170,35 @@ def check_kernels(n: int, seed: int, workers: int) -> dict:
             "seconds": round(time.perf_counter() - start, 1)}
 
 
+def group_of(case: Case) -> str:
+    return {"component": "components", "source": "sources"}.get(case.kind.split(":")[0], "mixed")
+
+
+def group_summaries(cases: list[Case], results: dict[int, Outcome]) -> dict[str, dict]:
+    """Per group of inputs: counts, verdicts, valid inputs (output expected) and times."""
+    out: dict[str, dict] = {}
+    for group in GROUPS:
+        mine = [i for i, c in enumerate(cases) if group_of(c) == group]
+        if not mine:
+            continue
+        verdicts = Counter(results[i].verdict for i in mine)
+        valid = [i for i in mine if cases[i].expect == "output"]
+        times = sorted(results[i].seconds for i in mine)
+        out[group] = {"inputs": len(mine), "outputs": verdicts["output"], "clear_errors": verdicts["error"],
+                      "findings": verdicts["finding"], "valid": len(valid),
+                      "valid_outputs": sum(1 for i in valid if results[i].verdict == "output"),
+                      "median_seconds": round(times[len(times) // 2], 4), "max_seconds": round(times[-1], 3)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--inputs", type=int, default=10_000)
+    ap.add_argument("--inputs", type=int, default=10_000, help="inputs of every earlier kind (mutated .mlir, "
+                    "pipelines, configurations, kernels, Python functions, split files, sizes, deep programs)")
+    ap.add_argument("--components", type=int, default=0, help="programs of component ops with their knobs")
+    ap.add_argument("--sources", type=int, default=0, help="decorated Python programs calling components")
+    ap.add_argument("--size", type=int, help="N inputs in all: half of every earlier kind, a quarter components, a "
+                    "quarter sources (overrides the three counts)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--sample", type=int, default=100, help="inputs also run as the real command")
@@ -147,8 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the summary as JSON here")
     args = ap.parse_args(argv)
 
+    counts = split(args.size) if args.size is not None else {
+        "mixed": args.inputs, "components": args.components, "sources": args.sources}
     t0 = time.perf_counter()
-    done = run_all(args.inputs, args.seed, args.workers)
+    done = run_all(counts, args.seed, args.workers)
     t_run = time.perf_counter() - t0
     cases = [c for c, _ in done]
     results = {i: o for i, (_, o) in enumerate(done)}
@@ -173,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         "subprocess_sample": len(sub),
         "subprocess_max_seconds": round(max((o.seconds for o in sub.values()), default=0), 3),
         "seed": args.seed, "workers": args.workers, "run_seconds": round(t_run, 1), "command_seconds": round(t_sub, 1),
+        "groups": group_summaries(cases, results),
     }
     print(f"fuzz approx-opt: {summary['inputs']} inputs ({', '.join(f'{k} {v}' for k, v in kinds.items())}), "
           f"seed {args.seed}")
@@ -184,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  as a command (sample):      {len(sub)} inputs, max {summary['subprocess_max_seconds']} s, "
           f"{sum(1 for o in sub.values() if o.problem)} findings")
     print(f"  wall: generate + run {t_run:.0f} s, commands {t_sub:.0f} s, {args.workers} workers")
+    for group, g in summary["groups"].items():
+        print(f"  {group + ':':27s} {g['inputs']} inputs ({g['valid']} valid, {g['valid_outputs']} of them output), "
+              f"{g['outputs']} outputs, {g['clear_errors']} clear errors, {g['findings']} findings; "
+              f"median {g['median_seconds']} s, max {g['max_seconds']} s")
     slow = sorted(results, key=lambda i: -results[i].seconds)[:3]
     print("  slowest:                    " + "; ".join(
         f"{results[i].seconds:.2f} s {cases[i].kind} ({len(cases[i].data)} bytes)" for i in slow))
@@ -191,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.findings_dir)
         out.mkdir(parents=True, exist_ok=True)
         for i, o in findings:
-            (out / f"{i}.mlir").write_bytes(cases[i].data)
+            (out / f"{i}.{'py' if cases[i].python else 'mlir'}").write_bytes(cases[i].data)
             (out / f"{i}.txt").write_text(f"{o.problem}\n{o.stderr}\n{cases[i].describe()}\n")
         for problem, n in Counter(o.signature for _, o in findings).most_common(20):
             print(f"  {n:5d} x {problem[:160]}")
