@@ -6,6 +6,7 @@ call's seconds are what the cost model reads (real MiniLM reader)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -134,3 +135,20 @@ def test_a_program_keeps_the_outputs_of_its_deterministic_providers_only(parts, 
     kept, served = Knob()(ask), Knob()(ask_remote)
     assert kept.keep_outputs(tmp_path / "a.db") and kept.reuse.providers == {id(pro)}
     assert not served.keep_outputs(tmp_path / "b.db") and not (tmp_path / "b.db").exists()
+
+
+def test_results_are_kept_as_data_and_read_back_equal():
+    """Kept results are JSON (nothing unpickled): answers, text, numbers, arrays and
+    their containers come back equal; anything else is not kept."""
+    import numpy as np
+
+    from frontends.components.kept import decode, encode
+    from frontends.components.llm.base import Answer
+
+    answer = Answer("Denver Broncos", 0.9, 120, 0.5, "pro", 3, (("fast", 0.2), ("pro", 0.9)), None, (("q", "x"),))
+    for value in (answer, "text", 3, 2.5, None, [1, (2, "a")], {"k": (1.5,)}, np.arange(3, dtype=np.int64)):
+        back = decode(json.loads(json.dumps(encode(value))))
+        assert type(back) is type(value) and (np.array_equal(back, value) if isinstance(value, np.ndarray)
+                                               else back == value)
+    with pytest.raises(TypeError):
+        encode(object())

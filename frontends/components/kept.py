@@ -10,16 +10,18 @@ configuration's calls took when they ran) that ranks configurations before any o
 them is timed. Timed passes never read it: they run every call.
 
 One SQLite file, shared by the worker processes of a study (WAL, a busy timeout).
-Each row holds the pickled result and its SHA-256: a row whose bytes do not match
-(a torn or corrupted write) is deleted and the call runs again, never read as a
-result. A call that raises is never kept.
+Each row holds the result as JSON (`encode`: answers, numbers, text, arrays and their
+containers; nothing is unpickled or evaluated, a result of another type is not kept)
+and its SHA-256: a row whose bytes do not match (a torn or corrupted write) is
+deleted and the call runs again, never read as a result. A call that raises is
+never kept.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import pickle
 import sqlite3
 import threading
 from dataclasses import fields
@@ -55,6 +57,53 @@ def call_key(op: str, settings, providers: tuple[str, ...], operands) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _answer_type():
+    from frontends.components.llm.base import Answer
+
+    return Answer
+
+
+def encode(value):
+    """`value` as JSON data: None, bools, numbers, text, lists, tuples, dicts of text
+    keys, numpy arrays and answers (`llm.base.Answer`); a TypeError for anything else."""
+    import numpy as np
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [encode(v) for v in value]
+    if isinstance(value, tuple):
+        return {"tuple": [encode(v) for v in value]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": {k: encode(v) for k, v in value.items()}}
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return {"array": value.tolist(), "dtype": value.dtype.str}
+    if isinstance(value, np.generic):
+        return encode(value.item())
+    if type(value) is _answer_type():
+        return {"answer": {f.name: encode(getattr(value, f.name)) for f in fields(value)}}
+    raise TypeError(f"a {type(value).__name__} is not kept")
+
+
+def decode(data):
+    """The value `encode` gave `data` for."""
+    import numpy as np
+
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "tuple" in data:
+        return tuple(decode(v) for v in data["tuple"])
+    if "dict" in data:
+        return {k: decode(v) for k, v in data["dict"].items()}
+    if "array" in data:
+        return np.asarray(data["array"], dtype=np.dtype(data["dtype"]))
+    if "answer" in data:
+        return _answer_type()(**{k: decode(v) for k, v in data["answer"].items()})
+    raise ValueError("not a kept value")
+
+
 class KeptOutputs:
     """The kept results of one program's calls in `path` (created on first use)."""
 
@@ -85,18 +134,18 @@ class KeptOutputs:
         try:
             if hashlib.sha256(blob).hexdigest() != digest:
                 raise ValueError("digest mismatch")
-            result = pickle.loads(blob)
-        except Exception:  # a torn or corrupted row: never a result
+            result = decode(json.loads(blob))
+        except (ValueError, TypeError, KeyError):  # a torn or corrupted row: never a result
             self.corrupt += 1
             self._db().execute("DELETE FROM kept WHERE key = ?", (key,))
             return None
         return result, float(wall), float(cpu)
 
     def put(self, key: str, op: str, result, wall: float, cpu: float) -> bool:
-        """Keep a call's result; False (nothing kept) when it cannot be pickled."""
+        """Keep a call's result; False (nothing kept) when it is of a type `encode` does not know."""
         try:
-            blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:
+            blob = json.dumps(encode(result), separators=(",", ":")).encode()
+        except (TypeError, ValueError):
             return False
         self._db().execute("INSERT OR REPLACE INTO kept VALUES (?, ?, ?, ?, ?, ?)",
                            (key, op, blob, hashlib.sha256(blob).hexdigest(), float(wall), float(cpu)))
