@@ -2,11 +2,13 @@
 tool), which `tune()` runs on any such program:
 
 1. **Where the time goes.** The exact program's component calls are profiled on a
-   few tuning inputs (`Program.profile`: seconds per label); the knobs of components
-   taking under `NEGLIGIBLE` of the time are fixed at exact (approximating them gives
-   at most 1 / (1 - share)). A program may say it otherwise (`negligible_knobs`, e.g.
-   a retrieval's stages). Kept in `strategy.json` beside the study, so a resumed study
-   keeps the space it started with.
+   few tuning inputs (`Program.profile`: seconds per label), which orders the screen.
+   A program that knows which of its knobs cannot pay says so (`negligible_knobs`: e.g.
+   a retrieval's scoring stages under `NEGLIGIBLE` of the time, `negligible_of`), and
+   those are fixed at exact. A knob is not fixed for its own component's share alone:
+   it may change what a costly component reads (a retrieval's top-k, the LLM's
+   prompt). Kept in `strategy.json` beside the study, so a resumed study keeps the
+   space it started with.
 2. **A screen.** The static study starts with each knob alone: first every knob at
    its gentlest step, then its other values, the knobs of the components that take the
    time first (a knob is `<label>.<setting>`).
@@ -48,7 +50,7 @@ def time_shares(program, inputs, out: Path) -> dict:
     sample = list(inputs[:PROFILE_INPUTS])
     shares = {label: v["share"] for label, v in program.profile(sample).items()}
     own = getattr(program, "negligible_knobs", None)
-    negligible = dict(own(sample)) if callable(own) else negligible_of(program, shares)
+    negligible = dict(own(sample)) if callable(own) else {}
     plan = {"shares": shares, "negligible": negligible}
     path.write_text(json.dumps(plan, indent=1))
     return plan

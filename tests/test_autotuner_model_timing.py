@@ -8,6 +8,8 @@ the exact program again."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from autotuner import Measurer, tune
@@ -64,6 +66,9 @@ def test_tune_times_the_front_and_a_later_study_reads_the_kept_outputs(tmp_path,
     r = tune(program, questions, None, metric=METRIC, mode="static", n_trials=6, repeats=1, out_dir=tmp_path,
              eval_inputs=questions[:4], narrow=space, budget=0.5, seed=1)
     assert (tmp_path / "kept_outputs.db").is_file()
+    plan = json.loads((tmp_path / "strategy.json").read_text())  # where the time goes orders the screen
+    assert max(plan["shares"], key=plan["shares"].get) == "answer"
+    assert plan["negligible"] == {}  # nothing fixed for its own share: bm25's top-k changes what is read
     import optuna
 
     study = optuna.load_study(study_name=r.study_names["static"], storage=f"sqlite:///{tmp_path / 'study.db'}")
