@@ -42,16 +42,30 @@ def time_front(study, timer: Measurer, program, budget: float, say=None) -> int:
     return timed
 
 
-def eval_front(study, fr: list, program, eval_m, mode: str, notes: list) -> list[FrontPoint]:
+def chosen_at(fr: list, levels) -> set[int]:
+    """The trials a level reports: per QoS-loss level, the fastest front point within it
+    on the tuning split."""
+    out = set()
+    for level in levels:
+        within = [r for r in fr if r.qos_loss <= level + 1e-9]
+        if within:
+            out.add(max(within, key=lambda r: r.speedup).number)
+    return out
+
+
+def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=None) -> list[FrontPoint]:
     """The front's points, re-measured on the held-out split (`eval_m`: a Measurer, or a
     ShardedEvaluation whose workers share the inputs; kept in the study, so a resume
-    does not measure them again). A point with every knob exact is the exact program
-    (knob 0 is exact): 1.00x and no loss, not timed against itself (for a costly
-    program, two exact passes saved per mode)."""
+    does not measure them again); with `levels`, only the points chosen at them
+    (`chosen_at`: a large front of a costly program costs a held-out pass per point,
+    and only the chosen ones are reported). A point with every knob exact is the exact
+    program (knob 0 is exact): 1.00x and no loss, not timed against itself (for a
+    costly program, two exact passes saved per mode)."""
     from autotuner.sharded import ShardedEvaluation
     from autotuner.workers import build
 
     points, figures, pending = [], {}, []
+    replayed = chosen_at(fr, levels) if levels is not None else {r.number for r in fr}
     for r in fr:
         p = FrontPoint(mode, r.config, r.qos_loss, r.speedup, seconds_tune=r.attrs.get("seconds"),
                        trial=r.number, money_tune=r.attrs.get("money"))
@@ -59,7 +73,7 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list) -> list
             p.speedup_tune_ci = [r.attrs["speedup_low"], r.attrs["speedup_high"]]
         p.ir = transformed_ir(program, r.config)
         points.append(p)
-        if eval_m is None:
+        if eval_m is None or r.number not in replayed:
             continue
         cached = study.user_attrs.get(f"eval:{r.number}")
         if cached is None and all(is_exact(v) for v in r.config.values()):

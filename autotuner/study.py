@@ -43,7 +43,7 @@ from autotuner import warm_start as reuse
 from autotuner._front_figures import eval_front, time_front, transformed_ir
 from autotuner._records import REUSED, TIMED, counts, front, front_of, hypervolume_of_study, records
 from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS, TrialSeeded
-from autotuner._seeding import enqueue_seeds, queue_new, requeue_interrupted
+from autotuner._seeding import end_abandoned, enqueue_seeds, queue_new, requeue_interrupted
 from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TIMINGS, TUNING_TIMING_SECONDS, Measurer, split_inputs
@@ -94,8 +94,8 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str], fir
     if sqlite:  # one `approx-tune run` per SQLite file: whatever is RUNNING was killed
         for t in stale:
             storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-    elif stale:
-        optuna.storages.fail_stale_trials(study)
+    elif stale:  # runs elsewhere may be running them: only those whose worker is gone
+        end_abandoned(study)
     notes += reuse.warm_start(study, job.space, settings["mode"], job.budget, settings, job.storage,
                         job.study_name.rsplit("/", 1)[0], job.warm_start)
     new = not any(REUSED not in t.user_attrs for t in study.get_trials(deepcopy=False))
@@ -212,7 +212,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
          stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
          money: Callable | None = None, objective: str = "time", clock: str = "auto", evaluate: bool = True,
          progress: bool = False, warm_start: str | None = None, patience: int | None = None,
-         timeout: float | None = None, eval_jobs: int | None = None, timing: str = "auto") -> TuningResult:
+         timeout: float | None = None, eval_jobs: int | None = None, timing: str = "auto",
+         eval_levels=None) -> TuningResult:
     """Search the accuracy/performance Pareto front of `program` on `inputs`.
 
     `program`: a Program, a decorated function or a spec (`file.mlir:entry`);
@@ -231,7 +232,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     `kept_outputs.db` of the output folder, read by every later pass, worker and study;
     `timing="auto"` then measures configurations by their QoS pass alone with their time
     modelled from the kept calls, and times the front paired ("model"); "paired" times
-    every configuration beside the exact program.
+    every configuration beside the exact program. `eval_levels` (QoS-loss fractions):
+    re-measure held out only the front points chosen at those levels on the tuning
+    split (the points a report gives), not the whole front.
     See the module docstrings of `autotuner.measure` and `autotuner._objective`."""
     _check(budget, n_trials, jobs, mode, stage_fraction)
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
@@ -315,7 +318,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                           clock=clock) if evaluate else None
     try:
         result = _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler,
-                         tune_in, eval_in, total_seconds, storage, clock, objective, metric, plan)
+                         tune_in, eval_in, total_seconds, storage, clock, objective, metric, plan, eval_levels)
         result.search = _search_facts(result, studies, timing, kept, plan, program)
         result.save(out / "result.json")
         return result
@@ -325,7 +328,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
 
 
 def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler, tune_in,
-            eval_in, total_seconds, storage, clock, objective, metric, plan=None) -> TuningResult:
+            eval_in, total_seconds, storage, clock, objective, metric, plan=None,
+            eval_levels=None) -> TuningResult:
     """The TuningResult of the searches: fronts (held-out figures from `eval_m`),
     every trial, importances; saved beside the study."""
     result = TuningResult(program.name, get_metric(metric).name, float(budget), 0, 0, total_seconds, seed=seed,
@@ -351,7 +355,7 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
         on_front = {r.number for r in fr}
         result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
-        result.front += eval_front(study, fr, program, eval_m, m, notes)
+        result.front += eval_front(study, fr, program, eval_m, m, notes, eval_levels)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
     if plan is not None and {"static", "dynamic"} <= set(studies):
         strategy.merge_static_front(result, program, ir=lambda c: transformed_ir(program, c))

@@ -64,7 +64,7 @@ def test_tune_times_the_front_and_a_later_study_reads_the_kept_outputs(tmp_path,
     program = kept_program(tmp_path)
     space = {"bm25.top_k": [0], "bm25.preprocess": [0], "bm25.terms": [0], "bm25.docs": [0]}
     r = tune(program, questions, None, metric=METRIC, mode="static", n_trials=6, repeats=1, out_dir=tmp_path,
-             eval_inputs=questions[:4], narrow=space, budget=0.5, seed=1)
+             eval_inputs=questions[:4], narrow=space, budget=0.5, seed=1, eval_levels=[0.5])
     assert (tmp_path / "kept_outputs.db").is_file()
     plan = json.loads((tmp_path / "strategy.json").read_text())  # where the time goes orders the screen
     assert max(plan["shares"], key=plan["shares"].get) == "answer"
@@ -78,6 +78,8 @@ def test_tune_times_the_front_and_a_later_study_reads_the_kept_outputs(tmp_path,
     front = [p for p in r.front if p.mode == "static"]
     assert front and {f"timed:{p.trial}" for p in front} <= timed  # every front point timed paired
     assert all(p.speedup_tune_ci is not None for p in front)
+    # held out: only the point the level reports (the fastest within 50 % on the tuning split)
+    assert [p.trial for p in front if p.speedup_eval is not None] == [max(front, key=lambda p: p.speedup_tune).trial]
 
     again = kept_program(tmp_path, "again")  # a new process's build: the exact pass reads what was kept
     Measurer(again, questions, None, METRIC, timing="model")

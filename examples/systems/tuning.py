@@ -31,6 +31,7 @@ SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25:system", "rag_dense": "example
            "agent_llm": "examples.systems.agent_llm:system"}  # name -> the function that builds it
 BUDGET = 0.2  # tuning: share of answers that may differ from the exact program's
 SAMPLER = "predictive"  # the default: additive models of loss and time, in both modes (thresholds on a grid)
+REPORTED_LEVELS = (1, 3, 6, 9)  # percent QoS loss: the levels a row and the report give
 REPEATS = 1  # timed passes per measurement: one pass over the questions takes seconds (CPU clock: steady)
 
 
@@ -241,7 +242,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                   out_dir=out, eval_inputs=eval_q, eval_references=eval_a, repeats=eval_repeats, clock=clock(),
                   narrow=narrow, progress=progress, mode="both", n_trials=trials, evaluate=evaluate,
                   study_name=name, jobs=jobs if getattr(program, "spec", None) else 1,
-                  timeout=None if seconds is None else max(seconds / 2, 1e-6))
+                  timeout=None if seconds is None else max(seconds / 2, 1e-6),
+                  eval_levels=[lv / 100 for lv in REPORTED_LEVELS])  # held out: only the points the levels report
     scores = result.exact_scores_eval  # the held-out evaluation's exact run (in this process or its workers)
     qos_exact = sum(scores) / len(scores) if evaluate and scores else None
     negligible = json.loads((out / STRATEGY_FILE).read_text())["negligible"] if (out / STRATEGY_FILE).is_file() \
