@@ -45,6 +45,11 @@ class Objective:
         if self.n_trials and self._surplus(trial):
             trial.set_user_attr("surplus", True)  # ends PRUNED: neither counted nor queued again
             raise optuna.TrialPruned("the study has its evaluations, or queued re-runs for the rest")
+        first = min((t.number for t in trial.study.get_trials(deepcopy=False)
+                     if t.user_attrs.get("rerun_of", -1) == trial.user_attrs.get("rerun_of")), default=trial.number)
+        if first < trial.number:  # two runs queued one re-run at the same moment: the first of them runs it
+            trial.set_user_attr("duplicate_of", first)
+            raise optuna.TrialPruned(f"a re-run queued twice: trial {first} runs it")
         config = self.space.suggest(trial)
         key = config_key(config)
         trial.set_user_attr("config", config)

@@ -9,13 +9,16 @@ import time
 from collections.abc import Callable, Sequence
 
 import optuna
+from optuna.storages._heartbeat import is_heartbeat_enabled
 from optuna.trial import FrozenTrial
 
 from autotuner._objective import Objective, TrialFailed
 from autotuner._records import counts, hypervolume_of_study, stalled
 from autotuner._sampling import DEFAULT_SAMPLER, TrialSeeded
-from autotuner._seeding import enqueue_seeds
+from autotuner._seeding import end_abandoned, enqueue_seeds
 from autotuner.space import SearchSpace
+
+WAIT_SECONDS = 1.0  # how often a run waiting on the trials of other runs looks at them
 
 
 class Stopper:
@@ -55,10 +58,32 @@ def optimize(study: optuna.Study, objective: Objective, n_trials: int, space_siz
              callbacks: Sequence[Callable] = (), patience: int | None = None, deadline: float | None = None) -> None:
     """Run trials in this process until the study is done (see `Stopper`)."""
     stopper = stopper_for(n_trials, space_size, patience, objective.budget, deadline)
-    if stopper.done(study):
-        return
-    study.optimize(objective, n_trials=None, catch=(TrialFailed,), callbacks=[stopper, *callbacks],
-                   gc_after_trial=False, show_progress_bar=False)
+    while True:
+        if not stopper.done(study):
+            study.optimize(objective, n_trials=None, catch=(TrialFailed,), callbacks=[stopper, *callbacks],
+                           gc_after_trial=False, show_progress_bar=False)
+        if not _wait_for_others(study, stopper):
+            return
+
+
+def _wait_for_others(study: optuna.Study, stopper: Stopper) -> bool:
+    """On a storage shared by runs (PostgreSQL, with heartbeats): a run whose study has
+    its evaluations only by counting trials that other runs are still running waits
+    until they end, so that the trial of a run killed meanwhile (its process gone, or
+    its heartbeat stopped) is ended as interrupted, queued again and run here: True
+    when there is such a trial to run, False when nothing is left running. Else the
+    last runs would end and leave it RUNNING, one evaluation short."""
+    if not is_heartbeat_enabled(study._storage):
+        return False  # SQLite: one run per file; its parent recovers dead workers
+    while True:
+        end_abandoned(study)
+        c = counts(study)
+        if c["evaluated"] + c["running"] < stopper.n_trials:  # a re-run queued, or room for one
+            return not stopper.done(study)
+        if not c["running"] or c["evaluated"] >= stopper.n_trials or stopper.done(study) and (
+                c["total"] >= stopper.max_total or stopper.deadline is not None and time.time() >= stopper.deadline):
+            return False
+        time.sleep(WAIT_SECONDS)
 
 
 def run_search(space: SearchSpace, evaluate: Callable, budget: float, n_trials: int, *,

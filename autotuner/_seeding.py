@@ -6,6 +6,10 @@ uninterrupted one would have."""
 
 from __future__ import annotations
 
+import os
+import socket
+import warnings
+
 import optuna
 
 from autotuner._records import REUSED, config_key, interrupted
@@ -52,12 +56,51 @@ def requeue_interrupted(study: optuna.Study) -> int:
     n = 0
     for t in trials:
         if interrupted(t) and t.number not in done:
-            params = dict(t.system_attrs.get("fixed_params") or {})
-            if "key" in t.user_attrs:  # it had its configuration (part of it: sampled again, same RNG draws)
-                params.update(t.params)
-            attempt = t.user_attrs.get("attempt", 1) + 1
-            study.enqueue_trial(params, user_attrs={"rerun_of": t.number, "attempt": attempt})
+            requeue(study, t)
             n += 1
+    return n
+
+
+def requeue(study: optuna.Study, t: optuna.trial.FrozenTrial) -> None:
+    """Queue the re-run of the interrupted trial `t`: its parameters, its seeding index."""
+    params = dict(t.system_attrs.get("fixed_params") or {})
+    if "key" in t.user_attrs:  # it had its configuration (part of it: sampled again, same RNG draws)
+        params.update(t.params)
+    attempt = t.user_attrs.get("attempt", 1) + 1
+    study.enqueue_trial(params, user_attrs={"rerun_of": t.number, "attempt": attempt})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def end_abandoned(study: optuna.Study) -> int:
+    """On a storage shared by several runs (PostgreSQL): end as interrupted, and queue
+    again, each RUNNING trial whose worker is gone: a process of this machine that no
+    longer exists at once, one elsewhere once its heartbeat has stopped for the grace
+    period (the storage's callback queues those). Only the process whose update ends a
+    trial queues its re-run, so runs reaping at once never queue one twice. How many ended here."""
+    me = socket.gethostname()
+    n = 0
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        host, _, pid = str(t.system_attrs.get("worker", "")).rpartition(":")
+        if host == me and pid.isdigit() and not _alive(int(pid)):
+            try:
+                ended = study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+            except optuna.exceptions.UpdateFinishedTrialError:  # it finished, or another run ended it
+                continue
+            if ended:
+                requeue(study, study._storage.get_trial(t._trial_id))
+                n += 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
     return n
 
 

@@ -63,7 +63,8 @@ def _open_storage(url: str) -> optuna.storages.RDBStorage:
         kwargs["creator"] = functools.partial(_sqlite_connect, url[10:])
     elif not url.startswith("sqlite"):
         kwargs["pool_pre_ping"] = True
-        extra = {"heartbeat_interval": 10, "grace_period": 60}  # a dead worker's trial ends as interrupted
+        # a dead worker's trial ends as interrupted and is queued again (`_seeding.end_abandoned`)
+        extra = {"heartbeat_interval": 10, "grace_period": 60, "heartbeat_stale_trial_callback": _requeue_stale}
         if url.startswith("postgresql"):
             kwargs["connect_args"] = {"connect_timeout": 10}
             if url.startswith("postgresql://") and importlib.util.find_spec("psycopg") is None:
@@ -88,6 +89,14 @@ def _open_storage(url: str) -> optuna.storages.RDBStorage:
                 continue
             raise ApproxError(f"cannot open the study storage: {msg}", where=safe_url(url)) from None
     raise AssertionError("unreachable")
+
+
+def _requeue_stale(study, trial) -> None:
+    """A trial the storage ended because its worker's heartbeat stopped is run again,
+    with its seeding index (else a new configuration would take its place)."""
+    from autotuner._seeding import requeue
+
+    requeue(study, trial)
 
 
 def root_cause(err: BaseException) -> str:

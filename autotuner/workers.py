@@ -198,7 +198,10 @@ def _recover_dead_worker(study, pid: int | None) -> int:
     n = 0
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         if pid is None or t.system_attrs.get("worker") == me:
-            study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+            try:
+                study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+            except optuna.exceptions.UpdateFinishedTrialError:  # another run on the storage ended it first
+                continue
             n += 1
     requeue_interrupted(study)
     return n
