@@ -1,0 +1,350 @@
+"""SmolLM2 (or any Llama-shaped causal LM of transformers) through a CPU inference
+engine: ONNX Runtime GenAI, or OpenVINO on the same ONNX build (issue 38, first slice).
+
+The engine's model is built offline from the same weights the torch path runs: the
+float32 model with its LoRA adapters merged into the linear maps (`merged`), saved as
+a transformers folder, then converted by onnxruntime-genai's model builder (fp32, or
+int8 weight-only MatMulNBits), once, cached under `cache_dir()/engines/<key>` with its
+build time and size (`build_info.json`). Nothing is downloaded: the builder reads the
+saved folder.
+
+Decoding is ours, token by token, with the same prompt ids (the caller's tokenizer),
+greedy, the same stop rule and the same new-token budget as `SmolLM2.generate`; the
+session runs on `threads` threads (1: the runs' rule).
+
+`EngineSmolLM2` is the answer model whose exact configuration (float32, every layer,
+no per-token exit, on the CPU) decodes through the engine; every other variant is the
+torch one. `through_engine(lm)` makes it from `APPROX_LLM_ENGINE` (`engine_from_env`;
+unset: `lm` itself, eager torch); the systems' loader (`examples/systems/common.smollm`)
+does not call it yet.
+
+OpenVINO (`ov-*` in ENGINES) reads that ONNX build, made stateful, compiled when loaded
+(`OvGreedy`), at f32 compute or at its own default precision for this CPU.
+
+Needs the `engine` extra (`pip install -e .[engine]`: onnxruntime-genai, onnx-ir; openvino)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.folders import cache_dir
+
+ENV = "APPROX_LLM_ENGINE"  # an ENGINES name: the exact path of SmolLM2 through that engine build
+# name -> (engine, weights, compute hint): "ort" builds with onnxruntime-genai's model builder (int8:
+# weight-only MatMulNBits, its default blocks); "ov" reads that ONNX into OpenVINO (its ONNX frontend knows
+# the builder's com.microsoft ops); hint "f32": OpenVINO's INFERENCE_PRECISION_HINT f32, None: its default
+# on this CPU (bf16 compute where the CPU has bf16 instructions, dynamic int8 activations, u8 KV cache)
+ENGINES = {"ort-fp32": ("ort", "fp32", None), "ort-int8": ("ort", "int8", None),
+           "ov-f32": ("ov", "fp32", "f32"), "ov-int8": ("ov", "int8", "f32"),
+           "ov-f32-auto": ("ov", "fp32", None), "ov-int8-auto": ("ov", "int8", None)}
+ENGINE_PRECISIONS = {name: weights for name, (_, weights, _) in ENGINES.items()}
+INFO = "build_info.json"
+
+
+def available(engine: str = "ort") -> bool:
+    """Whether onnxruntime-genai (and its builder's onnx_ir) import; with engine "ov" also openvino."""
+    try:
+        import onnx_ir  # noqa: F401
+        import onnxruntime_genai  # noqa: F401
+
+        if engine == "ov":
+            import openvino  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def engine_from_env() -> str | None:
+    """The engine variant APPROX_LLM_ENGINE names (None: unset or empty, eager torch)."""
+    name = os.environ.get(ENV, "").strip()
+    if not name:
+        return None
+    if name not in ENGINES:
+        raise ApproxError(f"{ENV}={name!r}: expected one of {', '.join(ENGINES)}", where=ENV)
+    return name
+
+
+# ---------------------------------------------------------------- the merged weights
+
+def merged(model) -> nn.Module:
+    """A copy of `model` with every LoRALinear folded into a plain nn.Linear
+    (W + scale * B A) and the early-exit maps dropped: the full-depth model the engine
+    runs. The input model is left as it is."""
+    from frontends.components.llm.span_model import LoRALinear
+
+    clone = copy.deepcopy(model)
+    if hasattr(clone, "exit_maps"):
+        del clone.exit_maps
+    with torch.no_grad():
+        for name, module in list(clone.named_modules()):
+            for attr, child in list(module.named_children()):
+                if isinstance(child, LoRALinear):
+                    base = child.base
+                    delta = (child.lora_b.float() @ child.lora_a.float()) * child.scale
+                    base.weight.copy_((base.weight.float() + delta).to(base.weight.dtype))
+                    setattr(module, attr, base)
+    return clone.eval()
+
+
+def fingerprint(model) -> str:
+    """A short hash of the merged model's weights and config (the cache key)."""
+    h = hashlib.sha256(model.config.to_json_string(use_diff=False).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().float().contiguous().numpy().tobytes()[:: 97])  # a sample: fast, still weight-specific
+    return h.hexdigest()[:16]
+
+
+def folder_size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+def builder_version() -> str:
+    import onnxruntime_genai as og
+
+    return getattr(og, "__version__", "?")
+
+
+def build_ort(model, tokenizer, precision: str, out: Path | None = None, threads: int = 1) -> Path:
+    """The onnxruntime-genai build of `model` (LoRA merged by the caller or here) at
+    `precision` ("fp32" or "int8" weights), in `out` (default: the engine cache, keyed
+    by the weights, precision and builder version); built once, reused after."""
+    if precision not in ("fp32", "int8"):
+        raise ApproxError(f"onnxruntime-genai builds fp32 or int8 here, got {precision!r}", where="engine")
+    if not available():
+        raise ApproxError("onnxruntime-genai is not installed (pip install -e .[engine])", where="engine")
+    model = merged(model)
+    key = f"ort-{precision}-{fingerprint(model)}-{builder_version()}"
+    out = Path(out) if out is not None else cache_dir() / "engines" / key
+    if (out / INFO).is_file() and (out / "genai_config.json").is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    work = Path(tempfile.mkdtemp(dir=out.parent, prefix=out.name + ".tmp."))
+    try:
+        hf = work / "hf"
+        model.save_pretrained(hf)
+        tokenizer.save_pretrained(hf)
+        built = work / "onnx"
+        cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(hf), "-o", str(built),
+               "-p", precision, "-e", "cpu", "-c", str(work / "cache")]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if run.returncode != 0 or not (built / "genai_config.json").is_file():
+            tail = (run.stderr or run.stdout).strip().splitlines()[-3:]
+            raise ApproxError("onnxruntime-genai's builder failed: " + " | ".join(tail), where="engine")
+        set_threads(built, threads)
+        seconds = time.perf_counter() - start
+        info = {"engine": "onnxruntime-genai", "precision": precision, "builder": builder_version(),
+                "build_seconds": round(seconds, 1), "bytes": folder_size(built), "weights": fingerprint(model)}
+        (built / INFO).write_text(json.dumps(info, indent=1))
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(built, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def set_threads(folder: Path, threads: int) -> None:
+    """The session of the build at `folder` runs on `threads` intra-op threads (one inter-op)."""
+    path = Path(folder) / "genai_config.json"
+    config = json.loads(path.read_text())
+    options = config["model"]["decoder"].setdefault("session_options", {})
+    options["intra_op_num_threads"], options["inter_op_num_threads"] = int(threads), 1
+    path.write_text(json.dumps(config, indent=4))
+
+
+def openvino_graph(onnx: Path):
+    """The stateful OpenVINO model of the ONNX build at `onnx`."""
+    import openvino as ov
+    from openvino._offline_transformations import apply_make_stateful_transformation
+
+    graph = ov.Core().read_model(str(Path(onnx) / "model.onnx"))
+    pairs = {i.any_name: i.any_name.replace("past_key_values", "present") for i in graph.inputs
+             if i.any_name.startswith("past_key_values")}
+    apply_make_stateful_transformation(graph, pairs)
+    return graph
+
+
+def ov_properties(threads: int, hint: str | None) -> dict:
+    props = {"INFERENCE_NUM_THREADS": str(threads), "NUM_STREAMS": "1", "PERFORMANCE_HINT": "LATENCY"}
+    if hint:
+        props["INFERENCE_PRECISION_HINT"] = hint
+    return props
+
+
+def build(model, tokenizer, name: str, out: Path | None = None, threads: int = 1) -> Path:
+    """The build of `model` for the engine variant `name` (an ENGINES key), cached."""
+    if name not in ENGINES:
+        raise ApproxError(f"unknown engine {name!r} (expected one of {', '.join(ENGINES)})", where="engine")
+    engine, weights, _ = ENGINES[name]
+    if engine == "ov" and not available("ov"):
+        raise ApproxError("openvino is not installed (pip install -e .[engine])", where="engine")
+    # OpenVINO runs onnxruntime-genai's ONNX build of the same weights, compiled when loaded (`OvGreedy`)
+    return build_ort(model, tokenizer, weights, out, threads)
+
+
+def decoder(name: str, folder: Path, threads: int = 1):
+    """The greedy decoder of the build at `folder` for the engine variant `name`."""
+    engine, _, hint = ENGINES[name]
+    return OrtGreedy(folder, threads) if engine == "ort" else OvGreedy(folder, threads, hint)
+
+
+def build_info(folder: Path) -> dict:
+    return json.loads((Path(folder) / INFO).read_text())
+
+
+# ---------------------------------------------------------------- decoding
+
+class OrtGreedy:
+    """Greedy decoding of an onnxruntime-genai build: `(ids, n, stop)` -> (tokens, log-probs)."""
+
+    def __init__(self, folder: Path, threads: int = 1):
+        import onnxruntime_genai as og
+
+        set_threads(folder, threads)
+        self.og, self.folder = og, Path(folder)
+        self.model = og.Model(str(folder))
+        self.window = json.loads((self.folder / "genai_config.json").read_text())["model"]["context_length"]
+
+    def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
+        og = self.og
+        ids = np.asarray(ids, dtype=np.int32).reshape(1, -1)
+        params = og.GeneratorParams(self.model)
+        params.set_search_options(max_length=int(ids.shape[1] + n), do_sample=False, num_beams=1,
+                                  repetition_penalty=1.0, min_length=0)
+        gen = og.Generator(self.model, params)
+        gen.append_tokens(ids)
+        tokens, logps = [], []
+        while len(tokens) < n and not gen.is_done():
+            logits = gen.get_logits()  # those the next token is chosen on
+            gen.generate_next_token()
+            token = int(gen.get_next_tokens()[0])
+            logps.append(log_softmax_at(logits, token))
+            tokens.append(token)
+            if stop(tokens):
+                break
+        return tokens, logps
+
+
+def log_softmax_at(logits, token: int) -> float:
+    logits = np.asarray(logits, dtype=np.float64).reshape(-1)
+    top = logits.max()
+    return float(logits[token] - top - np.log(np.exp(logits - top).sum()))
+
+
+class OvGreedy:
+    """Greedy decoding of onnxruntime-genai's ONNX build at `folder` through OpenVINO: read by
+    its ONNX frontend (which knows the builder's com.microsoft ops), made stateful (the KV cache
+    lives in the request, reset per call), compiled for this CPU on `threads` threads at the
+    precision `hint` (None: the plugin's default here). Compiled at each load (`compile_seconds`):
+    OpenVINO IR cannot hold the frontend's GroupQueryAttention extension op, and a compiled blob
+    exported and imported again (openvino 2026.4) computes NaNs; NNCF's `compress_weights`
+    rejects the graph (that op's outputs have a dynamic type), hence the builder's int8 weights."""
+
+    def __init__(self, folder: Path, threads: int = 1, hint: str | None = None):
+        import openvino as ov
+
+        self.ov, self.folder = ov, Path(folder)
+        config = json.loads((self.folder / "genai_config.json").read_text())["model"]
+        self.window = config["context_length"]
+        decoder = config["decoder"]
+        self.kv_shape = (1, decoder["num_key_value_heads"], 0, decoder["head_size"])
+        start = time.perf_counter()
+        self.compiled = ov.Core().compile_model(openvino_graph(self.folder), "CPU", ov_properties(threads, hint))
+        self.compile_seconds = time.perf_counter() - start
+        self.request = self.compiled.create_infer_request()
+        self.logits = self.compiled.output("logits")
+
+    def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
+        request = self.request
+        request.reset_state()
+        for state in request.query_state():  # an empty cache of batch 1 (the default state has batch 0)
+            state.state = self.ov.Tensor(np.zeros(self.kv_shape, dtype=np.float32))
+        step = np.asarray(ids, dtype=np.int64).reshape(1, -1)
+        length = step.shape[1]
+        tokens, logps = [], []
+        while len(tokens) < n:
+            out = request.infer({"input_ids": step, "attention_mask": np.ones((1, length), dtype=np.int64)})
+            logits = out[self.logits][0, -1]
+            token = int(np.argmax(logits))
+            logps.append(log_softmax_at(logits, token))
+            tokens.append(token)
+            if stop(tokens):
+                break
+            step, length = np.array([[token]], dtype=np.int64), length + 1
+        return tokens, logps
+
+
+# ---------------------------------------------------------------- the answer model
+
+def engine_model_class():
+    """`EngineSmolLM2`, defined on first use (imports the torch answer model)."""
+    from frontends.components.llm.smollm import SmolLM2, chat_turn
+
+    class EngineSmolLM2(SmolLM2):
+        """SmolLM2 whose exact configuration (float32, every layer, no per-token exit,
+        CPU, no extra generation options) decodes through an engine build; every other
+        variant, and any call with generation options, is the torch one."""
+
+        engine: str | None = None  # an ENGINES name
+        decoder = None  # OrtGreedy / OvGreedy: the exact configuration's decoding
+
+        @classmethod
+        def through(cls, lm: SmolLM2, engine: str, threads: int = 1, folder: Path | None = None):
+            if engine not in ENGINES:
+                raise ApproxError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})", where=lm.name)
+            other = cls.__new__(cls)
+            other.__dict__.update({k: v for k, v in lm.__dict__.items() if not k.startswith("_variant")})
+            other.engine = engine
+            other.build = build(lm.model, lm.tokenizer, engine, folder, threads)
+            other.decoder = decoder(engine, other.build, threads)
+            return other
+
+        def _engine_runs(self, options) -> bool:
+            return (self.decoder is not None and self.precision == "float32" and self.layers is None
+                    and self.token_exit is None and self.model.device.type == "cpu" and not options)
+
+        def build_variant(self, precision, layers):
+            other = super().build_variant(precision, layers)
+            other.decoder = None  # a torch variant
+            return other
+
+        @torch.inference_mode()
+        def generate_turn(self, content: str, max_new_tokens: int | None = None, stop_at_line_end: bool = True,
+                          **options):
+            if not self._engine_runs(options):
+                return super().generate_turn(content, max_new_tokens, stop_at_line_end, **options)
+            n = max_new_tokens or self.max_new_tokens
+            ids = self.tokenizer(chat_turn(self.tokenizer, content))["input_ids"]
+            window = min(self.model.config.max_position_embeddings, self.decoder.window)
+            if len(ids) + n > window:
+                raise ApproxError(f"prompt of {len(ids)} tokens + {n} new tokens exceeds the context window "
+                                  f"of {window}", where=self.name)
+            tokens, logps = self.decoder(ids, n, self.stop_rule(stop_at_line_end))
+            return tokens, logps, len(ids)
+
+    return EngineSmolLM2
+
+
+def through_engine(lm, engine: str | None = None, threads: int = 1):
+    """`lm` (a SmolLM2) with its exact path through `engine` (default: APPROX_LLM_ENGINE;
+    None there: `lm` itself, eager torch)."""
+    engine = engine or engine_from_env()
+    if engine is None:
+        return lm
+    return engine_model_class().through(lm, engine, threads)

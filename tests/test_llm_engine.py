@@ -1,0 +1,120 @@
+"""SmolLM2's exact path through an inference engine (onnxruntime-genai, and OpenVINO on
+its ONNX where installed), on a tiny Llama-shaped model with LoRA adapters and a
+byte-level tokenizer built here (nothing is downloaded): the merged weights compute what
+the adapters do, the f32 engines give eager torch's greedy tokens and log-probabilities,
+the int8 build is another, smaller build, and every variant other than the exact one (and
+the switch left unset) is torch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm import engine
+
+pytestmark = pytest.mark.skipif(not engine.available(), reason="onnxruntime-genai not installed (.[engine])")
+
+CHAT = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def byte_tokenizer():
+    """A byte-level BPE tokenizer without merges (one token a byte) and the chat tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = SPECIAL + sorted(pre_tokenizers.ByteLevel.alphabet())
+    raw = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    raw.add_special_tokens(SPECIAL)
+    return PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", bos_token="<|im_start|>",
+                                   unk_token="<|endoftext|>", pad_token="<|endoftext|>", chat_template=CHAT)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A SmolLM2 answer model on a 2-layer random Llama (SmolLM2's shape, tied embeddings) whose
+    linear maps carry random LoRA adapters."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from frontends.components.llm.smollm import SmolLM2, attach_lora
+
+    torch.manual_seed(0)
+    tok = byte_tokenizer()
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                         tie_word_embeddings=True, rope_theta=10000.0, bos_token_id=1, eos_token_id=2)
+    model = LlamaForCausalLM(config).float().eval()
+    with torch.no_grad():
+        for module in model.modules():  # larger weights than the init's: sharper, tie-free greedy choices
+            if isinstance(module, torch.nn.Linear):
+                module.weight.mul_(4)
+    attach_lora(model, 4, 8.0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".lora_b" in name:
+                p.normal_(0, 0.05)
+    return SmolLM2(model, tok, name="tiny", max_new_tokens=8)
+
+
+@pytest.fixture(scope="module")
+def built(tiny, tmp_path_factory):
+    """The tiny model through each engine variant (ONNX builds in a temporary folder, one per weights;
+    the OpenVINO variants where openvino is installed)."""
+    root = tmp_path_factory.mktemp("engines")
+    names = [n for n, (kind, _, hint) in engine.ENGINES.items() if kind == "ort" or (hint and engine.available("ov"))]
+    return {name: engine.engine_model_class().through(tiny, name, folder=root / engine.ENGINE_PRECISIONS[name])
+            for name in names}
+
+
+QUESTIONS = [("who?", ["alpha beta gamma", "delta"]), ("where is it", ["epsilon zeta"]), ("x", [])]
+
+
+def test_merged_weights_compute_what_the_adapters_do(tiny):
+    ids = torch.randint(3, 200, (1, 20))
+    with torch.no_grad():
+        expected = tiny.model(input_ids=ids).logits
+        got = engine.merged(tiny.model)(input_ids=ids).logits
+    assert torch.allclose(expected, got, atol=1e-4)
+    assert any(".lora_" in n for n, _ in tiny.model.named_parameters())  # the input is left as it was
+
+
+@pytest.mark.parametrize("name", ["ort-fp32", "ov-f32"])
+def test_f32_engines_give_eager_torch_answers(tiny, built, name):
+    if name not in built:
+        pytest.skip("openvino not installed")
+    fast = built[name]
+    assert engine.build_info(fast.build)["precision"] == "fp32"
+    for question, contexts in QUESTIONS:
+        tokens, logps, prompt = tiny.generate(question, contexts, 8, stop_at_line_end=False)
+        e_tokens, e_logps, e_prompt = fast.generate(question, contexts, 8, stop_at_line_end=False)
+        assert (e_tokens, e_prompt) == (tokens, prompt) and len(tokens) >= 1
+        assert e_logps == pytest.approx(logps, abs=1e-3)
+        assert fast.answer(question, contexts, 8).text == tiny.answer(question, contexts, 8).text
+
+
+def test_int8_is_another_build_and_variants_are_torch(tiny, built):
+    fp32, int8 = built["ort-fp32"], built["ort-int8"]
+    assert engine.build_info(int8.build)["precision"] == "int8"
+    assert engine.build_info(int8.build)["bytes"] < engine.build_info(fp32.build)["bytes"]
+    question, contexts = QUESTIONS[0]
+    for name, model in built.items():  # every variant decodes (the int8 ones on other weights)
+        assert len(model.generate(question, contexts, 8)[0]) >= 1, name
+    for model in (fp32, int8):
+        bf16 = model.variant("bfloat16")
+        assert bf16.decoder is None and not bf16._engine_runs({})
+        assert bf16.generate(question, contexts, 4)[0] == tiny.variant("bfloat16").generate(question, contexts, 4)[0]
+    assert not fp32._engine_runs({"repetition_penalty": 1.2})  # generation options: the torch path
+
+
+def test_switch(tiny, monkeypatch):
+    monkeypatch.delenv(engine.ENV, raising=False)
+    assert engine.through_engine(tiny) is tiny  # unset: eager torch
+    monkeypatch.setenv(engine.ENV, "ort-fp16")
+    with pytest.raises(ApproxError, match="expected one of"):
+        engine.through_engine(tiny)
+    monkeypatch.setenv(engine.ENV, "ort-fp32")
+    assert engine.engine_from_env() == "ort-fp32"
