@@ -45,9 +45,10 @@ from frontends.components.folders import cache_dir
 
 ENV = "APPROX_LLM_ENGINE"  # an ENGINES name: the exact path of SmolLM2 through that engine build
 # name -> (engine, weights, compute hint): "ort" builds with onnxruntime-genai's model builder (int8:
-# weight-only MatMulNBits, its default blocks); "ov" reads that ONNX into OpenVINO (its ONNX frontend knows
-# the builder's com.microsoft ops); hint "f32": OpenVINO's INFERENCE_PRECISION_HINT f32, None: its default
-# on this CPU (bf16 compute where the CPU has bf16 instructions, dynamic int8 activations, u8 KV cache)
+# MatMulNBits, blocks of 32, accuracy level 4 = int8 activations: its CPU defaults); "ov" reads that ONNX
+# into OpenVINO (its ONNX frontend knows the builder's com.microsoft ops); hint "f32": OpenVINO's
+# INFERENCE_PRECISION_HINT f32, None: its default on this CPU (bf16 compute where the CPU has bf16
+# instructions, dynamic int8 activations, u8 KV cache)
 ENGINES = {"ort-fp32": ("ort", "fp32", None), "ort-int8": ("ort", "int8", None),
            "ov-f32": ("ov", "fp32", "f32"), "ov-int8": ("ov", "int8", "f32"),
            "ov-f32-auto": ("ov", "fp32", None), "ov-int8-auto": ("ov", "int8", None)}
