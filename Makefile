@@ -5,6 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 IREE   := $(VENV)/.installed-iree
+ENGINE := $(VENV)/.installed-engine
 
 .PHONY: install system-deps demo test bench fuzz clean
 
@@ -36,7 +37,12 @@ $(IREE): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[iree]'
 	touch $(IREE)
 
-test: install system-deps $(IREE)
+# the optional CPU inference engines (onnxruntime-genai, openvino; about 300 MB) for their tests
+$(ENGINE): $(STAMP)
+	$(PY) -m pip install --quiet --quiet -e '.[engine]'
+	touch $(ENGINE)
+
+test: install system-deps $(IREE) $(ENGINE)
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
