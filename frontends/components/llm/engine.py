@@ -230,7 +230,8 @@ class OrtGreedy:
                                   repetition_penalty=1.0, min_length=0)
         gen = og.Generator(self.model, params)
         gen.append_tokens(ids)
-        tokens, logps = [], []
+        tokens: list[int] = []
+        logps: list[float] = []
         while len(tokens) < n and not gen.is_done():
             logits = gen.get_logits()  # those the next token is chosen on
             gen.generate_next_token()
@@ -278,7 +279,8 @@ class OvGreedy:
             state.state = self.ov.Tensor(np.zeros(self.kv_shape, dtype=np.float32))
         step = np.asarray(ids, dtype=np.int64).reshape(1, -1)
         length = step.shape[1]
-        tokens, logps = [], []
+        tokens: list[int] = []
+        logps: list[float] = []
         while len(tokens) < n:
             out = request.infer({"input_ids": step, "attention_mask": np.ones((1, length), dtype=np.int64)})
             logits = out[self.logits][0, -1]
@@ -303,6 +305,7 @@ def engine_model_class():
         variant, and any call with generation options, is the torch one."""
 
         engine: str | None = None  # an ENGINES name
+        build: Path | None = None  # the engine build's folder
         decoder = None  # OrtGreedy / OvGreedy: the exact configuration's decoding
 
         @classmethod
