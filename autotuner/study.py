@@ -69,6 +69,21 @@ def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
 
 
 def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str], first=None) -> optuna.Study:
+    """`_prepare`, one run at a time per study on a shared PostgreSQL storage: runs that
+    join a new study at once would each queue its seeds (measured twice, the seeding
+    indices of what follows shifted), or sample before they are queued."""
+    if not str(job.storage).startswith("postgresql"):
+        return _prepare(job, settings, sqlite, notes, first)
+    key = int.from_bytes(hashlib.sha1(job.study_name.encode()).digest()[:8], "big", signed=True)
+    with open_storage(job.storage).engine.connect() as con:  # a killed run's session lock goes with it
+        con.exec_driver_sql("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            return _prepare(job, settings, sqlite, notes, first)
+        finally:
+            con.exec_driver_sql("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+def _prepare(job: Job, settings: dict, sqlite: bool, notes: list[str], first=None) -> optuna.Study:
     """Create or load the study; a new one starts with the measurements it can reuse
     (`autotuner.warm_start`), the seeds not among them and then `first()` (the
     strategy's screen or dynamic seeds: at most half the trials); on a resume check the
