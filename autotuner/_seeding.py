@@ -15,7 +15,7 @@ import optuna
 from autotuner._records import REUSED, config_key, interrupted
 from autotuner._sampling import DEFAULT_SAMPLER
 from autotuner.space import SearchSpace
-from autotuner.storage import open_storage
+from autotuner.storage import open_storage, requeue
 
 
 def enqueue_seeds(study: optuna.Study, space: SearchSpace, sampler: str = DEFAULT_SAMPLER) -> int:
@@ -59,15 +59,6 @@ def requeue_interrupted(study: optuna.Study) -> int:
             requeue(study, t)
             n += 1
     return n
-
-
-def requeue(study: optuna.Study, t: optuna.trial.FrozenTrial) -> None:
-    """Queue the re-run of the interrupted trial `t`: its parameters, its seeding index."""
-    params = dict(t.system_attrs.get("fixed_params") or {})
-    if "key" in t.user_attrs:  # it had its configuration (part of it: sampled again, same RNG draws)
-        params.update(t.params)
-    attempt = t.user_attrs.get("attempt", 1) + 1
-    study.enqueue_trial(params, user_attrs={"rerun_of": t.number, "attempt": attempt})
 
 
 def _alive(pid: int) -> bool:

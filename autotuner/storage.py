@@ -64,7 +64,7 @@ def _open_storage(url: str) -> optuna.storages.RDBStorage:
     elif not url.startswith("sqlite"):
         kwargs["pool_pre_ping"] = True
         # a dead worker's trial ends as interrupted and is queued again (`_seeding.end_abandoned`)
-        extra = {"heartbeat_interval": 10, "grace_period": 60, "heartbeat_stale_trial_callback": _requeue_stale}
+        extra = {"heartbeat_interval": 10, "grace_period": 60, "heartbeat_stale_trial_callback": requeue}
         if url.startswith("postgresql"):
             kwargs["connect_args"] = {"connect_timeout": 10}
             if url.startswith("postgresql://") and importlib.util.find_spec("psycopg") is None:
@@ -91,12 +91,16 @@ def _open_storage(url: str) -> optuna.storages.RDBStorage:
     raise AssertionError("unreachable")
 
 
-def _requeue_stale(study, trial) -> None:
-    """A trial the storage ended because its worker's heartbeat stopped is run again,
-    with its seeding index (else a new configuration would take its place)."""
-    from autotuner._seeding import requeue
+def requeue(study, t) -> None:
+    """Queue the re-run of the interrupted trial `t`: its parameters, its seeding index
+    (else a new configuration would take its place). Here, where the storage's
+    heartbeat callback needs it, as `autotuner._seeding` does."""
+    params = dict(t.system_attrs.get("fixed_params") or {})
+    if "key" in t.user_attrs:  # it had its configuration (part of it: sampled again, same RNG draws)
+        params.update(t.params)
+    attempt = t.user_attrs.get("attempt", 1) + 1
+    study.enqueue_trial(params, user_attrs={"rerun_of": t.number, "attempt": attempt})
 
-    requeue(study, trial)
 
 
 def root_cause(err: BaseException) -> str:

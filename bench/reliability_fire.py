@@ -43,10 +43,12 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.reliability_crash import PROGRAM, finish, kill_group, running_workers, start
-from bench.reliability_crash import work_units as _work_units
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.reliability_crash import PROGRAM, finish, kill_group, running_workers, start  # noqa: E402
+from bench.reliability_crash import work_units as _work_units  # noqa: E402
+
 CALL_SECONDS = "APPROX_FIRE_CALL_SECONDS"  # the cost call's sleep, inherited by every process of the run
 STUDY = "fire"
 
@@ -141,18 +143,28 @@ def running_pids(storage: str, study: str) -> set[int]:
 
 def study_front(storage: str, study: str, budget: float = 0.05) -> list[tuple]:
     """The study's front: (configuration, QoS loss, cost ratio), sorted."""
-    from autotuner._records import front, records
+    from autotuner import config_key, front_of
 
-    return sorted((json.dumps(r.config, sort_keys=True), r.qos_loss, r.speedup)
-                  for r in front(records(load(storage, study)), budget))
+    values = {t.user_attrs.get("key"): tuple(t.values) for t in load(storage, study).get_trials(deepcopy=False)
+              if t.state.name == "COMPLETE" and "duplicate_of" not in t.user_attrs}
+    return sorted((json.dumps(c, sort_keys=True), *values[config_key(c)])
+                  for c in front_of(storage, f"{study}/dynamic", budget))
+
+
+def seeding_index(trials, number: int) -> int:
+    """A trial's seeding index as the tuner gives it: a re-run has its original's; the
+    others count the trials before them that are not re-runs."""
+    by_number = {t.number: t for t in trials}
+    while number in by_number and "rerun_of" in by_number[number].user_attrs:
+        number = by_number[number].user_attrs["rerun_of"]
+    return sum(1 for t in trials if t.number < number and "rerun_of" not in t.user_attrs)
 
 
 def audit(storage: str, study: str, n_trials: int, before: list[dict]) -> dict:
     """What the kills did to the study: finished trials lost (COMPLETE at a kill, gone or
     changed now), interrupted trials and their re-runs, configurations measured twice,
     seeding indices missing or repeated, trials left RUNNING or WAITING."""
-    from autotuner._records import counts, interrupted
-    from autotuner._sampling import trial_index
+    from autotuner import trial_counts
 
     s = load(storage, study)
     trials = s.get_trials(deepcopy=False)
@@ -160,13 +172,14 @@ def audit(storage: str, study: str, n_trials: int, before: list[dict]) -> dict:
     lost = sum(1 for snap in before for n, row in snap.items() if now.get(n) != row)
     measured = [t for t in trials if t.state.name == "COMPLETE" and "duplicate_of" not in t.user_attrs]
     keys = [t.user_attrs.get("key") for t in measured]
-    indices = [trial_index(trials, t.number) for t in measured]
-    stopped = [t for t in trials if interrupted(t)]
+    indices = [seeding_index(trials, t.number) for t in measured]
+    stopped = [t for t in trials if t.state.name == "FAIL" and "error" not in t.user_attrs]  # interrupted
     reruns: dict[int, int] = {}
     for t in trials:
         if "rerun_of" in t.user_attrs and "duplicate_of" not in t.user_attrs:  # a re-run queued twice runs once
             reruns[t.user_attrs["rerun_of"]] = reruns.get(t.user_attrs["rerun_of"], 0) + 1
-    return {"finished": len(measured), "evaluated": counts(s)["evaluated"], "interrupted": len(stopped),
+    return {"finished": len(measured), "evaluated": trial_counts(storage, f"{study}/dynamic")["evaluated"],
+            "interrupted": len(stopped),
             "rerun": sum(1 for t in stopped if reruns.get(t.number)), "lost": lost,
             "duplicated": (len(keys) - len(set(keys))) + (len(indices) - len(set(indices)))
             + sum(n - 1 for n in reruns.values() if n > 1),
