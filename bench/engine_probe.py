@@ -1,5 +1,5 @@
 """SmolLM2 (the fine-tuned answer model, LoRA merged) through a CPU inference engine
-against eager torch float32, paired per question (issue 38).
+against eager torch float32, paired per question.
 
 Builds, offline and once, the engine variants from the same weights
 (`frontends/components/llm/engine.py`: onnxruntime-genai's model builder on the merged

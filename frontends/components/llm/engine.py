@@ -1,5 +1,5 @@
 """SmolLM2 (or any Llama-shaped causal LM of transformers) through a CPU inference
-engine: ONNX Runtime GenAI, or OpenVINO on the same ONNX build (issue 38, first slice).
+engine: ONNX Runtime GenAI, or OpenVINO on the same ONNX build.
 
 The engine's model is built offline from the same weights the torch path runs: the
 float32 model with its LoRA adapters merged into the linear maps (`merged`), saved as
