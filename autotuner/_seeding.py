@@ -105,11 +105,4 @@ def enqueue(storage: str, study_name: str, space: SearchSpace, configs: list[dic
                                 directions=["minimize", "maximize"])
     if study.get_trials(deepcopy=False):
         return 0
-    seen: dict[str, dict] = {}
-    for cfg in configs:
-        if limit is not None and len(seen) >= limit:
-            break
-        seen.setdefault(config_key(cfg), cfg)
-    for cfg in seen.values():
-        study.enqueue_trial(space.params_of(cfg), skip_if_exists=True)
-    return len(seen)
+    return queue_new(study, space, configs, len(configs) if limit is None else limit)

@@ -332,11 +332,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         eval_m = Measurer(program, eval_in, eval_ref, metric, repeats, money, objective, what="evaluation",
                           clock=clock) if evaluate else None
     try:
-        result = _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler,
-                         tune_in, eval_in, total_seconds, storage, clock, objective, metric, plan, eval_levels)
-        result.search = _search_facts(result, studies, timing, kept, plan, program)
-        result.save(out / "result.json")
-        return result
+        return _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler,
+                       tune_in, eval_in, total_seconds, storage, clock, objective, metric, plan, eval_levels, timing,
+                       kept)
     finally:
         if isinstance(eval_m, ShardedEvaluation):
             eval_m.close()
@@ -344,7 +342,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
 
 def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler, tune_in,
             eval_in, total_seconds, storage, clock, objective, metric, plan=None,
-            eval_levels=None) -> TuningResult:
+            eval_levels=None, timing: str = "paired", kept: str | None = None) -> TuningResult:
     """The TuningResult of the searches: fronts (held-out figures from `eval_m`),
     every trial, importances; saved beside the study."""
     result = TuningResult(program.name, get_metric(metric).name, float(budget), 0, 0, total_seconds, seed=seed,
@@ -377,6 +375,7 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
     if objective == "time":  # after the evaluation: the exact passes timed beside its points
         result.exact_seconds_tune = tune_m.exact_seconds() if tune_m else None
         result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
+    result.search = _search_facts(result, studies, timing, kept, plan, program)
     for note in notes:
         log.info("%s: %s", program.name, note)
     path = result.save(out / "result.json").resolve()

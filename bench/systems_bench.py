@@ -41,7 +41,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
             out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
             jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False,
             eval_repeats: int = 2) -> dict:
-    from examples.systems.row_figures import configurations, front_gaps, level_points, most_accurate
+    from examples.systems.row_figures import front_gaps, level_points, most_accurate
     from examples.systems.row_figures import held_out_speedup as best
     from examples.systems.tuning import load_system, qos_note, tune_system
 
@@ -66,7 +66,7 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
         "model": program.model,
         "importances": r.importances, "ablations": r.ablations,
         "best_at_9": {m: (p.knobs if p else None) for m, p in chosen.items()},
-        "workers": jobs, "chosen_on": "tuning", "configurations": configurations(r),
+        "workers": jobs, "chosen_on": "tuning", "configurations": r.search.get("configurations", {}),
     }
 
 

@@ -87,11 +87,6 @@ def most_accurate(result, levels) -> dict | None:
     return out
 
 
-def configurations(result) -> dict[str, int]:
-    """Configurations whose tuning QoS was measured (or scored from kept calls), per mode."""
-    return {m: sum(1 for t in result.all_trials if t.mode == m) for m in ("static", "dynamic")}
-
-
 def front_gaps(result) -> list[dict]:
     """Each front point's tuning and held-out figures side by side (the gap a user sees)."""
     keys = ("qos_loss_tune", "speedup_tune", "speedup_tune_ci", "qos_loss_eval", "qos_loss_eval_ci", "speedup_eval",

@@ -38,7 +38,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import tune
     from examples.systems.common import one_thread
-    from examples.systems.row_figures import configurations, front_gaps, held_out_speedup, level_points
+    from examples.systems.row_figures import front_gaps, held_out_speedup, level_points
     from examples.systems.tuning import evaluated_trials, exact_right, explain_levels, qos_note, record_how_to_verify
 
     one_thread()
@@ -99,7 +99,7 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
            "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
            "qos_note": qos_note(result),
            "front": front_gaps(result), "model": program.model, "workers": jobs, "chosen_on": "tuning",
-           "configurations": configurations(result)}
+           "configurations": result.search.get("configurations", {})}
     from autotuner.report import write_report
 
     row["report"] = str(write_report(result, out))

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotuner import TuningResult
-from autotuner.strategy import STRATEGY_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25:system", "rag_dense": "examples.systems.rag_dense:system",
@@ -246,8 +245,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                   eval_levels=[lv / 100 for lv in REPORTED_LEVELS])  # held out: only the points the levels report
     scores = result.exact_scores_eval  # the held-out evaluation's exact run (in this process or its workers)
     qos_exact = sum(scores) / len(scores) if evaluate and scores else None
-    negligible = json.loads((out / STRATEGY_FILE).read_text())["negligible"] if (out / STRATEGY_FILE).is_file() \
-        else {}
+    negligible = result.search.get("fixed", {})
     result.notes += [
         TUNING_QOS[tuning_qos] + (f" ({len(tune_q)} tuning questions, found among {tried} tried)" if tried else ""),
         "fixed at exact (their stage takes under 2 % of the exact program's time): "
