@@ -1,26 +1,34 @@
 """Optuna search over knobs and the Pareto report.
 
-`autotuner.tune(program, inputs, ...) -> TuningResult`; the command is
-`approx-tune` (`autotuner.cli`). Names are imported on first use, so importing
-`autotuner.decision_tree` does not load Optuna. The tuner sits on top: it may
-import every other package of the toolchain (programs, metrics, components) and
-drives programs only through the `Program` protocol (`approx_opt.program`).
+`autotuner.tune(program, inputs, references, metric=, budget=, search=Search(...),
+cost=Cost(...), held_out=HeldOut(...), storage=Storage(...)) -> TuningResult`; the
+command is `approx-tune` (`autotuner.cli`). Names are imported on first use, so
+importing `autotuner.decision_tree` does not load Optuna. The tuner sits on top:
+it may import every other package of the toolchain (programs, metrics,
+components) and drives programs only through the `Program` protocol and its
+optional members (`approx_opt.program`).
 
-The public surface is what this module exports (`__all__`), besides the QoS
-functions (`autotuner.metrics`), the report (`autotuner.report`), the
-decision-tree learner (`autotuner.decision_tree`) and the search strategy for
-programs of component calls (`autotuner.strategy`: its constants and hooks); the `_`-prefixed modules are
-the search's internals: `_sampling` (samplers, seeded per trial, repeats
-avoided), `_objective` (staged evaluation of one trial), `_optimize` (the trial
-loop and when it stops), `_seeding` (first trials, re-runs), `_records` (what
-the finished trials say: records, front, counts), `_pareto` (dominance,
-hypervolume).
+The public surface is what this module exports (`__all__`, every name defined in
+a public module), besides the QoS functions (`autotuner.metrics`), the report
+(`autotuner.report`), the decision-tree learner (`autotuner.decision_tree`) and
+the search strategy for programs of component calls (`autotuner.strategy`: its
+constants and hooks); the `_`-prefixed modules are the search's internals:
+`_sampling` (samplers, seeded per trial, repeats avoided), `_objective` (staged
+evaluation of one trial), `_optimize` (the trial loop and when it stops),
+`_seeding` (first trials, re-runs), `_records` (what the finished trials say:
+records, front, counts).
 """
 
 from __future__ import annotations
 
 _EXPORTS = {
     "tune": "autotuner.study",
+    "Search": "autotuner.settings",
+    "Cost": "autotuner.settings",
+    "HeldOut": "autotuner.settings",
+    "Storage": "autotuner.settings",
+    "SAMPLERS": "autotuner.settings",
+    "DEFAULT_SAMPLER": "autotuner.settings",
     "open_storage": "autotuner.storage",
     "TuningResult": "autotuner.results",
     "FrontPoint": "autotuner.results",
@@ -34,15 +42,13 @@ _EXPORTS = {
     "MlirProgram": "approx_opt.program",
     "load_program": "autotuner.loading",
     "ablate_levels": "autotuner.explain",
-    "SAMPLERS": "autotuner._sampling",
-    "DEFAULT_SAMPLER": "autotuner._sampling",
-    "config_key": "autotuner._records",
-    "front_of": "autotuner._records",
-    "trial_counts": "autotuner._records",
-    "enqueue": "autotuner._seeding",
-    "run_search": "autotuner._optimize",
-    "pareto_indices": "autotuner._pareto",
-    "hypervolume": "autotuner._pareto",
+    "config_key": "autotuner.space",
+    "front_of": "autotuner.stored",
+    "trial_counts": "autotuner.stored",
+    "enqueue": "autotuner.stored",
+    "run_search": "autotuner.replay",
+    "pareto_indices": "autotuner.pareto",
+    "hypervolume": "autotuner.pareto",
     "describe_machine": "autotuner.machine",
     "LoadProbe": "autotuner.machine",
     "Load": "autotuner.machine",

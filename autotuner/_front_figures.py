@@ -6,6 +6,7 @@ measures only the points left."""
 from __future__ import annotations
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import offered
 from autotuner._records import TIMED, front, records
 from autotuner.explain import is_exact
 from autotuner.measure import Measurer
@@ -115,9 +116,9 @@ def transformed_ir(program, config: dict) -> str | None:
     """The approx-free IR of `config`, where the program has IR (an MlirProgram's
     `transformed_ir`, a decorated function's `ir(after=True, config=...)`)."""
     try:
-        if callable(getattr(program, "transformed_ir", None)):
+        if offered(program, "transformed_ir"):
             return program.transformed_ir(config)
-        if callable(getattr(program, "ir", None)):
+        if offered(program, "ir"):
             return program.ir(after=True, config=config)
     except (ApproxError, TypeError):
         pass

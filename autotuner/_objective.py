@@ -18,9 +18,9 @@ import optuna
 from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner._records import CONSTRAINT, Record, config_key, counts, front, records
+from autotuner._records import CONSTRAINT, Record, counts, front, records
 from autotuner._sampling import worker_id
-from autotuner.space import SearchSpace
+from autotuner.space import SearchSpace, config_key
 
 MAX_ATTEMPTS = 3  # runs of one configuration cut short before it counts as failed
 

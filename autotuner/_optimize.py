@@ -1,7 +1,6 @@
 """Running trials in this process until the search is done: enough evaluations,
 the space exhausted, proposals that keep repeating, a front that has stopped
-growing (`patience`), or the time is up (`deadline`); and the whole search on a
-caller's own evaluation function (`run_search`)."""
+growing (`patience`), or the time is up (`deadline`)."""
 
 from __future__ import annotations
 
@@ -14,9 +13,7 @@ from optuna.trial import FrozenTrial
 
 from autotuner._objective import Objective, TrialFailed
 from autotuner._records import counts, hypervolume_of_study, stalled
-from autotuner._sampling import DEFAULT_SAMPLER, TrialSeeded
-from autotuner._seeding import end_abandoned, enqueue_seeds
-from autotuner.space import SearchSpace
+from autotuner._seeding import end_abandoned
 
 WAIT_SECONDS = 1.0  # how often a run waiting on the trials of other runs looks at them
 
@@ -84,19 +81,3 @@ def _wait_for_others(study: optuna.Study, stopper: Stopper) -> bool:
                 c["total"] >= stopper.max_total or stopper.deadline is not None and time.time() >= stopper.deadline):
             return False
         time.sleep(WAIT_SECONDS)
-
-
-def run_search(space: SearchSpace, evaluate: Callable, budget: float, n_trials: int, *,
-               sampler: str = DEFAULT_SAMPLER, seed: int = 0, seeds: bool = True,
-               patience: int | None = None) -> optuna.Study:
-    """The search `tune()` runs in each mode, on the caller's `evaluate(config, n=None)
-    -> autotuner.Measurement`, in an in-memory study (no program, storage, workers,
-    staged or held-out evaluation): to replay recorded measurements with the tuner's
-    own sampler, seeding and repeat handling. `seeds`: start with the exact
-    configuration (and each knob alone, but for the predictive sampler), as `tune()` does."""
-    study = optuna.create_study(directions=["minimize", "maximize"],
-                                sampler=TrialSeeded(sampler, seed, n_trials, budget))
-    if seeds:
-        enqueue_seeds(study, space, sampler)
-    optimize(study, Objective(space, evaluate, budget), n_trials, space.size(), patience=patience)
-    return study

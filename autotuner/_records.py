@@ -1,5 +1,6 @@
 """The finished trials of a study as the tuner reads them: records, the front,
-counts of evaluations, and the front's hypervolume after each evaluation.
+counts of evaluations, and the front's hypervolume after each evaluation
+(`autotuner.stored` reads them from a study by name).
 
 What the trials mean: a pruned trial (staged evaluation) is COMPLETE with its
 slice figures and the user attr `pruned`; a configuration proposed again ends
@@ -11,15 +12,13 @@ interrupted (Ctrl-C, a killed worker) and is neither counted nor seeded from.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotuner._pareto import hypervolume_curve, pareto_indices
-from autotuner.storage import open_storage
+from autotuner.pareto import hypervolume_curve, pareto_indices
 
 CONSTRAINT = "qos_loss_over_budget"
 TIMED = "timed:"  # study attr prefix: a modelled trial's paired timing, by trial number
@@ -40,12 +39,6 @@ class Record:
 
     def feasible(self, budget: float) -> bool:
         return self.qos_loss <= budget + 1e-12
-
-
-def config_key(config: dict) -> str:
-    """One string per configuration (knob -> setting), the same whatever the key order:
-    what tells a repeat from a new configuration."""
-    return json.dumps(config, sort_keys=True)
 
 
 def interrupted(t: FrozenTrial) -> bool:
@@ -81,10 +74,10 @@ def front(recs: list[Record], budget: float) -> list[Record]:
 def counts(study: optuna.Study) -> dict[str, int]:
     """evaluated (measured: complete, pruned or failed), pruned, failed, running, waiting, total,
     and reused (measurements copied from another study, not evaluations of this one)."""
-    return _tally(study.get_trials(deepcopy=False))
+    return tally(study.get_trials(deepcopy=False))
 
 
-def _tally(trials: Sequence[FrozenTrial]) -> dict[str, int]:
+def tally(trials: Sequence[FrozenTrial]) -> dict[str, int]:
     c = dict(evaluated=0, pruned=0, failed=0, running=0, total=0, duplicates=0, waiting=0, reused=0)
     for t in trials:
         c["total"] += 1
@@ -125,28 +118,3 @@ def stalled(curve: Sequence[float], patience: int) -> bool:
     """The hypervolume has not grown over the last `patience` evaluations (and is not
     0: a search that has found nothing within the budget yet has not converged)."""
     return 0 < patience < len(curve) and 0 < curve[-1] <= curve[-1 - patience] * (1 + 1e-12)
-
-
-def _load(storage: str, study_name: str) -> optuna.Study | None:
-    try:
-        return optuna.load_study(study_name=study_name, storage=open_storage(storage))
-    except KeyError:
-        return None
-
-
-def front_of(storage: str, study_name: str, budget: float) -> list[dict]:
-    """The configurations of a stored study's front within `budget` (fully measured,
-    distinct, nondominated), least approximate first: QoS loss and speedup both
-    increase along it. A study not created yet has none (e.g. to seed one study from
-    another's front)."""
-    study = _load(storage, study_name)
-    fr = front(records(study), budget) if study is not None else []
-    return [r.config for r in sorted(fr, key=lambda r: (r.qos_loss, -r.speedup))]
-
-
-def trial_counts(storage: str, study_name: str) -> dict[str, int]:
-    """A stored study's trials by kind: `evaluated` (measured: complete, pruned or
-    failed), `pruned`, `failed`, `running`, `waiting`, `duplicates`, `reused`, `total`;
-    all 0 for a study not created yet."""
-    study = _load(storage, study_name)
-    return _tally(study.get_trials(deepcopy=False) if study is not None else [])

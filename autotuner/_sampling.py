@@ -17,9 +17,7 @@ from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
 from approx_dialect.diagnostics import ApproxError
-
-SAMPLERS = ("nsga2", "predictive", "tpe", "gp", "random")
-DEFAULT_SAMPLER = "predictive"  # bench/tuning_bench.py: the best measured on every landscape
+from autotuner.settings import SAMPLERS
 
 
 def population_size(n_trials: int) -> int:

@@ -12,10 +12,10 @@ import warnings
 
 import optuna
 
-from autotuner._records import REUSED, config_key, interrupted
-from autotuner._sampling import DEFAULT_SAMPLER
-from autotuner.space import SearchSpace
-from autotuner.storage import open_storage, requeue
+from autotuner._records import REUSED, interrupted
+from autotuner.settings import DEFAULT_SAMPLER
+from autotuner.space import SearchSpace, config_key
+from autotuner.storage import requeue
 
 
 def enqueue_seeds(study: optuna.Study, space: SearchSpace, sampler: str = DEFAULT_SAMPLER) -> int:
@@ -93,16 +93,3 @@ def end_abandoned(study: optuna.Study) -> int:
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
     return n
-
-
-def enqueue(storage: str, study_name: str, space: SearchSpace, configs: list[dict], limit: int | None = None) -> int:
-    """Queue `configs` (configurations of `space`) as the first trials of a new study,
-    each once, in order, at most `limit` of them; the number queued (0 when the study
-    has trials already: a resume keeps what it queued). `tune()` with the same
-    storage and study name then evaluates them before its own proposals, and adds no
-    seeds of its own."""
-    study = optuna.create_study(study_name=study_name, storage=open_storage(storage), load_if_exists=True,
-                                directions=["minimize", "maximize"])
-    if study.get_trials(deepcopy=False):
-        return 0
-    return queue_new(study, space, configs, len(configs) if limit is None else limit)

@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError, internal_error_line
-from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS
+from approx_opt.program import offered
+from autotuner.settings import DEFAULT_SAMPLER, SAMPLERS
 from frontends.quiet import quiet_third_party
 
 WHERE = "<approx-tune>"
@@ -157,6 +158,7 @@ def _metric(name: str):
 
 def cmd_run(a) -> int:
     from autotuner.loading import load_inputs
+    from autotuner.settings import Cost, HeldOut, Search, Storage
     from autotuner.study import tune
 
     inputs, refs = load_inputs(a.inputs)
@@ -169,13 +171,13 @@ def cmd_run(a) -> int:
     fix = {k: _ints(v, f"--fix {k}")[0] for k, v in _pairs(a.fix, "--fix").items()}
     out = Path(a.out) if a.out else None
     progress = sys.stderr.isatty() if a.progress is None else a.progress
-    result = tune(a.program, inputs, refs, metric=_metric(a.metric),
-                  budget=a.budget, n_trials=a.trials, mode=a.mode, sampler=a.sampler, seed=a.seed,
-                  storage=a.storage, study_name=a.study_name, out_dir=out, jobs=a.jobs, eval_ratio=a.eval_ratio,
-                  repeats=a.repeats, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, clock=a.clock,
-                  progress=progress, objective=a.objective, warm_start=a.warm_start, patience=a.patience,
-                  timeout=a.timeout,
-                  money=_load_fn(a.money, "money cost function") if a.money else None)
+    search = Search(n_trials=a.trials, mode=a.mode, sampler=a.sampler, seed=a.seed, patience=a.patience,
+                    timeout=a.timeout, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, jobs=a.jobs)
+    cost = Cost(objective=a.objective, money=_load_fn(a.money, "money cost function") if a.money else None,
+                clock=a.clock, repeats=a.repeats)
+    storage = Storage(url=a.storage, study_name=a.study_name, out_dir=out, warm_start=a.warm_start)
+    result = tune(a.program, inputs, refs, metric=_metric(a.metric), budget=a.budget, search=search, cost=cost,
+                  held_out=HeldOut(ratio=a.eval_ratio), storage=storage, progress=progress)
     out = out or Path("approx-tune") / _safe(result.program)
     result.metric_spec = a.metric
     result.held_out = {"inputs": a.inputs, "kwargs": {}, "eval_ratio": a.eval_ratio, "seed": a.seed}
@@ -305,8 +307,8 @@ def cmd_profile(a) -> int:
     from autotuner.loading import as_program, load_inputs
 
     program = as_program(a.program)
-    profile = getattr(program, "profile", None)
-    if not callable(profile):
+    profile = offered(program, "profile")
+    if profile is None:
         raise ApproxError(f"{a.program} has no component calls to profile (a decorated function calling "
                           "Generate, Retrieve, RunTool, ... has)", where=WHERE)
     if a.n < 1:

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import offered
 from autotuner.intervals import bootstrap_loss, bootstrap_ratio, ratio
 from autotuner.metrics import Metric, get_metric
 
@@ -252,8 +253,8 @@ class Measurer:
 
     def _untimed(self):
         """The program's untimed context (`untimed()`: e.g. reading kept component outputs), if any."""
-        untimed = getattr(self.program, "untimed", None)
-        return untimed() if callable(untimed) else contextlib.nullcontext()
+        untimed = offered(self.program, "untimed")
+        return untimed() if untimed else contextlib.nullcontext()
 
     def _run(self, fn, inputs, exact: bool = False, kept=None) -> list:
         """Outputs of `fn` on `inputs`; with `kept` (the untimed context's `Reuse`) each

@@ -35,7 +35,7 @@ from optuna.distributions import IntDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 
-from autotuner._pareto import pareto_indices
+from autotuner.pareto import pareto_indices
 from autotuner.predictive_model import Design, Posterior, hv_gains, level_index, levels_of
 
 MAX_ENUMERATED = 20_000  # spaces up to this size: every configuration is a candidate

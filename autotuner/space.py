@@ -19,9 +19,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import offered
 from passes.knobs import KnobSpec
 
 WHERE = "<search space>"
+
+
+def config_key(config: dict) -> str:
+    """One string per configuration (knob -> setting), the same whatever the key order:
+    what tells a repeat from a new configuration."""
+    return json.dumps(config, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -52,8 +59,8 @@ class SearchSpace:
 
     @classmethod
     def from_program(cls, program, mode: str = "static") -> "SearchSpace":
-        trees = getattr(program, "tree_features", None)
-        return cls.from_specs(program.knobs(), mode, trees() if callable(trees) else {})
+        trees = offered(program, "tree_features")
+        return cls.from_specs(program.knobs(), mode, trees() if trees else {})
 
     @classmethod
     def from_specs(cls, specs: list[KnobSpec], mode: str = "static",

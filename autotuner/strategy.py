@@ -28,7 +28,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from autotuner._pareto import pareto_indices
+from approx_opt.program import offered
+from autotuner.pareto import pareto_indices
 
 NEGLIGIBLE = 0.02  # share of the exact program's time under which a component's knobs are fixed
 PROFILE_INPUTS = 8  # tuning inputs the profile runs on
@@ -37,7 +38,7 @@ STRATEGY_FILE = "strategy.json"
 
 def applies(program) -> bool:
     """Whether `program` is one of component calls, whose search this strategy is for."""
-    return callable(getattr(program, "profile", None)) and any(
+    return offered(program, "profile") is not None and any(
         "." in k.name for k in program.knobs())
 
 
@@ -49,8 +50,8 @@ def time_shares(program, inputs, out: Path) -> dict:
         return json.loads(path.read_text())
     sample = list(inputs[:PROFILE_INPUTS])
     shares = {label: v["share"] for label, v in program.profile(sample).items()}
-    own = getattr(program, "negligible_knobs", None)
-    negligible = dict(own(sample)) if callable(own) else {}
+    own = offered(program, "negligible_knobs")
+    negligible = dict(own(sample)) if own else {}
     plan = {"shares": shares, "negligible": negligible}
     path.write_text(json.dumps(plan, indent=1))
     return plan
@@ -141,8 +142,8 @@ def dynamic_seeds(space, static_configs: list[dict], states: list[int] | None) -
 
 def states_of(program, inputs) -> list[int] | None:
     """The tuning inputs' decision states, where the program says them (`states`)."""
-    states = getattr(program, "states", None)
-    return list(states(list(inputs))) if callable(states) else None
+    states = offered(program, "states")
+    return list(states(list(inputs))) if states else None
 
 
 def merge_static_front(result, program, ir=None) -> None:

@@ -30,28 +30,30 @@ import sys
 import time
 import warnings
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 import optuna
 from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.program import MlirProgram
+from approx_opt.program import MlirProgram, offered
 from autotuner import strategy
 from autotuner import warm_start as reuse
 from autotuner._front_figures import eval_front, time_front, transformed_ir
-from autotuner._records import REUSED, TIMED, counts, front, front_of, hypervolume_of_study, records
-from autotuner._sampling import DEFAULT_SAMPLER, SAMPLERS, TrialSeeded
+from autotuner._records import REUSED, TIMED, counts, front, hypervolume_of_study, records
+from autotuner._sampling import TrialSeeded
 from autotuner._seeding import end_abandoned, enqueue_seeds, queue_new, requeue_interrupted
 from autotuner.explain import importances
 from autotuner.loading import as_program
-from autotuner.measure import TIMING, TIMINGS, TUNING_TIMING_SECONDS, Measurer, split_inputs
+from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.metrics import get_metric
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, TrialPoint, TuningResult
+from autotuner.settings import Cost, HeldOut, Search, Storage
 from autotuner.sharded import ShardedEvaluation
 from autotuner.space import SearchSpace
 from autotuner.storage import open_storage, safe_url
+from autotuner.stored import front_of
 from autotuner.workers import Job, progress_line, run_workers
 from frontends.quiet import verbose
 
@@ -60,11 +62,11 @@ log = logging.getLogger(__name__)
 
 
 def _settings(job: Job, mode: str, n_eval: int, metric_name: str) -> dict:
-    settings = {"mode": mode, "budget": job.budget, "metric": metric_name, "seed": job.seed, "sampler": job.sampler,
-                "objective": job.objective, "clock": job.clock, "n_tune": len(job.inputs), "n_eval": n_eval,
-                "space": job.space.describe()}
-    if job.timing != "paired":  # studies of paired timing keep the settings they were started with
-        settings["timing"] = job.timing
+    settings = {"mode": mode, "budget": job.budget, "metric": metric_name, "seed": job.search.seed,
+                "sampler": job.search.sampler, "objective": job.cost.objective, "clock": job.cost.clock,
+                "n_tune": len(job.inputs), "n_eval": n_eval, "space": job.space.describe()}
+    if job.cost.timing != "paired":  # studies of paired timing keep the settings they were started with
+        settings["timing"] = job.cost.timing
     return settings
 
 
@@ -92,7 +94,8 @@ def _prepare(job: Job, settings: dict, sqlite: bool, notes: list[str], first=Non
     storage = open_storage(job.storage)
     study = optuna.create_study(study_name=job.study_name, storage=storage, load_if_exists=True,
                                 directions=["minimize", "maximize"],
-                                sampler=TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
+                                sampler=TrialSeeded(job.search.sampler, job.search.seed, job.search.n_trials,
+                                                    job.budget))
     if study.metric_names is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -114,9 +117,9 @@ def _prepare(job: Job, settings: dict, sqlite: bool, notes: list[str], first=Non
     notes += reuse.warm_start(study, job.space, settings["mode"], job.budget, settings, job.storage,
                         job.study_name.rsplit("/", 1)[0], job.warm_start)
     new = not any(REUSED not in t.user_attrs for t in study.get_trials(deepcopy=False))
-    enqueue_seeds(study, job.space, job.sampler)
+    enqueue_seeds(study, job.space, job.search.sampler)
     if new and first is not None:
-        queue_new(study, job.space, first(), max(2, job.n_trials // 2))
+        queue_new(study, job.space, first(), max(2, job.search.n_trials // 2))
     if not new:
         requeue_interrupted(study)
     return study
@@ -134,7 +137,8 @@ def _search_facts(result, studies, timing: str, kept: str | None, plan, program)
     if kept is not None:
         from frontends.components.kept import KeptOutputs
 
-        counts = program.reuse_counts() if callable(getattr(program, "reuse_counts", None)) else None
+        reuse_counts = offered(program, "reuse_counts")
+        counts = reuse_counts() if reuse_counts else None
         facts["kept_outputs"] = {"file": kept, "calls": len(KeptOutputs(kept)),
                                  **({"read_here": counts["reused"], "run_here": counts["run"]} if counts else {})}
     if plan is not None:
@@ -144,9 +148,9 @@ def _search_facts(result, studies, timing: str, kept: str | None, plan, program)
 
 def _keep_outputs(program, out: Path) -> str | None:
     """The file where `program` keeps its components' outputs (None: it keeps none)."""
-    keep = getattr(program, "keep_outputs", None)
+    keep = offered(program, "keep_outputs")
     path = out / "kept_outputs.db"
-    return str(path) if callable(keep) and keep(path) else None
+    return str(path) if keep and keep(path) else None
 
 
 def _make_folder(out: Path) -> None:
@@ -206,115 +210,91 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:-]+", "_", name).strip("_") or "program"
 
 
-def _check(budget, n_trials, jobs, mode, stage_fraction) -> None:
+def _checked(budget, settings: dict) -> None:
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 <= budget <= 1:
         raise ApproxError(f"budget must be a QoS-loss fraction in [0, 1] (0.05 = 5 % loss), got {budget!r}",
                           where=WHERE)
-    if not isinstance(n_trials, int) or n_trials < 1:
-        raise ApproxError(f"n_trials must be a positive integer, got {n_trials!r}", where=WHERE)
-    if not isinstance(jobs, int) or jobs < 1:
-        raise ApproxError(f"jobs must be a positive integer, got {jobs!r}", where=WHERE)
-    if mode not in ("static", "dynamic", "both"):
-        raise ApproxError(f"mode must be 'static', 'dynamic' or 'both', got {mode!r}", where=WHERE)
-    if not 0 <= stage_fraction <= 1:
-        raise ApproxError(f"stage_fraction must be in [0, 1], got {stage_fraction!r}", where=WHERE)
+    for name, (value, kind) in settings.items():
+        if not isinstance(value, kind):
+            raise ApproxError(f"{name} must be an autotuner.{kind.__name__}, got {type(value).__name__}",
+                              where=WHERE)
 
 
-def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0.05, n_trials: int = 40,
-         mode: str = "both", sampler: str = DEFAULT_SAMPLER, seed: int = 0, storage: str | None = None,
-         study_name: str | None = None, out_dir: str | Path | None = None, jobs: int = 1,
-         eval_ratio: float = 5.0, eval_inputs=None, eval_references=None, repeats: int = 5,
-         stage_fraction: float = 0.2, narrow: dict | None = None, fix: dict | None = None,
-         money: Callable | None = None, objective: str = "time", clock: str = "auto", evaluate: bool = True,
-         progress: bool = False, warm_start: str | None = None, patience: int | None = None,
-         timeout: float | None = None, eval_jobs: int | None = None, timing: str = "auto",
-         eval_levels=None) -> TuningResult:
+def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0.05, search: Search = Search(),
+         cost: Cost = Cost(), held_out: HeldOut = HeldOut(), storage: Storage = Storage(),
+         progress: bool = False) -> TuningResult:
     """Search the accuracy/performance Pareto front of `program` on `inputs`.
 
-    `program`: a Program, a decorated function or a spec (`file.mlir:entry`);
-    `inputs`: argument tuples (or single arguments); `references`: ground truth per
-    input or None. `n_trials` evaluations per mode (the total, on a resume).
-    `clock="auto"` times CPU seconds for JIT kernels running in this thread (an
-    MlirProgram, a decorated function lowered as a kernel) and wall seconds for
-    anything else. `warm_start`: an earlier study (name, or output folder) whose
-    measurements a new study reuses; `patience`: stop a mode's search when the front's
-    hypervolume has not grown for this many evaluations; `timeout`: seconds for each
-    mode's search (checked between trials; finished trials are kept, and the same call
-    again resumes). `eval_jobs` (default `jobs`): worker processes that share the
-    held-out inputs (`autotuner.sharded`). Worker processes rebuild the program from
-    its spec: `program` given as one, or a program's `spec` attribute. A program that
-    keeps its deterministic components' outputs (`keep_outputs(path)`) keeps them in
-    `kept_outputs.db` of the output folder, read by every later pass, worker and study;
-    `timing="auto"` then measures configurations by their QoS pass alone with their time
-    modelled from the kept calls, and times the front paired ("model"); "paired" times
-    every configuration beside the exact program. `eval_levels` (QoS-loss fractions):
-    re-measure held out only the front points chosen at those levels on the tuning
-    split (the points a report gives), not the whole front.
-    See the module docstrings of `autotuner.measure` and `autotuner._objective`."""
-    _check(budget, n_trials, jobs, mode, stage_fraction)
-    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
-        raise ApproxError(f"patience must be a positive number of evaluations, got {patience!r}", where=WHERE)
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise ApproxError(f"timeout must be a positive number of seconds, got {timeout!r}", where=WHERE)
-    spec = program if isinstance(program, str) else getattr(program, "spec", None)
+    `program`: a Program (`approx_opt.program`), a decorated function or a spec
+    (`file.mlir:entry`); `inputs`: argument tuples (or single arguments);
+    `references`: ground truth per input, or None (QoS against the exact outputs);
+    `metric`: a name of `autotuner.metrics` or a callable (output, reference) -> [0, 1];
+    `budget`: the largest QoS loss, a fraction. The rest is grouped
+    (`autotuner.settings`): `search` (trials, mode, sampler, seed, when to stop,
+    narrowed knobs, worker processes), `cost` (time or money, clock, timing,
+    repeats), `held_out` (the held-out split and its re-measurement), `storage`
+    (study URL and name, output folder, warm start). `progress`: a progress line on
+    stderr. Worker processes rebuild the program from its spec: `program` given as
+    one, or a program's `spec` member. See the module docstrings of
+    `autotuner.measure` and `autotuner._objective`."""
+    _checked(budget, {"search": (search, Search), "cost": (cost, Cost), "held_out": (held_out, HeldOut),
+                      "storage": (storage, Storage)})
+    spec = program if isinstance(program, str) else offered(program, "spec")
     program = as_program(program)
-    eval_jobs = jobs if eval_jobs is None else eval_jobs
-    if sampler not in SAMPLERS:
-        raise ApproxError(f"unknown sampler '{sampler}' (samplers: {', '.join(SAMPLERS)})", where=WHERE)
+    jobs, seed = search.jobs, search.seed
+    eval_jobs = jobs if held_out.jobs is None else held_out.jobs
     notes: list[str] = []
-    (tune_in, tune_ref), (eval_in, eval_ref) = split_inputs(inputs, references, eval_ratio, seed,
-                                                            eval_inputs, eval_references)
-    out = Path(out_dir) if out_dir is not None else Path("approx-tune") / _safe_name(program.name)
+    (tune_in, tune_ref), (eval_in, eval_ref) = split_inputs(inputs, references, held_out.ratio, seed,
+                                                            held_out.inputs, held_out.references)
+    out = Path(storage.out_dir) if storage.out_dir is not None else Path("approx-tune") / _safe_name(program.name)
     _make_folder(out)
     kept = _keep_outputs(program, out)
+    timing = cost.timing
     if timing == "auto":
-        timing = "model" if kept is not None and objective == "time" else "paired"
-    elif timing not in TIMINGS:
-        raise ApproxError(f"timing must be 'auto' or one of {', '.join(TIMINGS)}, got {timing!r}", where=WHERE)
+        timing = "model" if kept is not None and cost.objective == "time" else "paired"
     plan = strategy.time_shares(program, tune_in, out) if strategy.applies(program) else None
+    fix = dict(search.fix or {})
     if plan is not None:  # components under 2 % of the time: fixed at exact, unless the caller says otherwise
-        fix = {**{k: 0 for k in plan["negligible"]}, **(fix or {})}
+        fix = {**{k: 0 for k in plan["negligible"]}, **fix}
     spaces = {}
-    for m in (("static", "dynamic") if mode == "both" else (mode,)):
-        space = SearchSpace.from_program(program, m).narrow(narrow or {}).fix(fix or {})
-        if m == "dynamic" and mode == "both" and not any(d.dynamic for d in space.dims):
+    for m in search.modes:
+        space = SearchSpace.from_program(program, m).narrow(dict(search.narrow or {})).fix(fix)
+        if m == "dynamic" and search.mode == "both" and not any(d.dynamic for d in space.dims):
             notes.append("no decision tree to tune: dynamic mode is the static one, not run")
             continue
         notes += [n for n in space.notes if n not in notes]
         spaces[m] = space
-    if storage is None:
-        storage = f"sqlite:///{(out / 'study.db').resolve()}"
-    base = study_name or _safe_name(program.name)
+    url = storage.url or f"sqlite:///{(out / 'study.db').resolve()}"
+    base = storage.study_name or _safe_name(program.name)
+    clock = cost.clock
     if clock == "auto":
-        in_thread = isinstance(program, MlirProgram) or getattr(program, "kind", None) == "kernel"
+        in_thread = isinstance(program, MlirProgram) or offered(program, "kind") == "kernel"
         clock = "cpu" if in_thread else "wall"
+    cost = replace(cost, clock=clock, timing=timing)
     # this process measures trials only with one job (worker processes have their own)
-    tune_m = Measurer(program, tune_in, tune_ref, metric, repeats, money, objective, clock=clock,
-                      timing_seconds=TUNING_TIMING_SECONDS, timing=timing) if jobs == 1 else None
-    n_slice = math.ceil(stage_fraction * len(tune_in))
-    slice_n = n_slice if stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
+    tune_m = _tuning_measurer(program, tune_in, tune_ref, metric, cost) if jobs == 1 else None
+    n_slice = math.ceil(search.stage_fraction * len(tune_in))
+    slice_n = n_slice if search.stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
     studies, names, total_seconds = {}, {}, 0.0
-    with one_run_per_sqlite_study(storage, base), optuna_quiet():
+    with one_run_per_sqlite_study(url, base), optuna_quiet():
         for m, space in spaces.items():
-            job = Job(spec or program, tune_in, tune_ref, metric, repeats, money, objective, storage,
-                      f"{base}/{m}", space, float(budget), slice_n, n_trials, sampler, seed, clock, warm_start,
-                      patience, timing=timing, kept=kept)
-            if timeout is not None:
-                job.deadline = time.time() + timeout
+            job = Job(program=spec or program, inputs=tune_in, references=tune_ref, metric=metric, budget=float(budget),
+                      storage=url, study_name=f"{base}/{m}", space=space, slice_n=slice_n, search=search, cost=cost,
+                      warm_start=None if storage.warm_start is None else str(storage.warm_start), kept=kept,
+                      deadline=None if search.timeout is None else time.time() + search.timeout)
             first = None
             if plan is not None:
                 first = (lambda sp=space: strategy.screen(sp, plan["shares"])) if m == "static" else \
-                    (lambda sp=space: strategy.dynamic_seeds(sp, front_of(storage, f"{base}/static", float(budget)),
+                    (lambda sp=space: strategy.dynamic_seeds(sp, front_of(url, f"{base}/static", float(budget)),
                                                              strategy.states_of(program, tune_in)))
             study = _prepare_study(job, _settings(job, m, len(eval_in), get_metric(metric).name),
-                                   storage.startswith("sqlite"), notes, first)
+                                   url.startswith("sqlite"), notes, first)
             t0 = time.perf_counter()
             try:
                 run_workers(job, jobs, study, m, progress, tune_m)
                 if timing == "model":
-                    tune_m = tune_m or Measurer(program, tune_in, tune_ref, metric, repeats, money, objective,
-                                                clock=clock, timing_seconds=TUNING_TIMING_SECONDS, timing=timing)
-                    say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
+                    tune_m = tune_m or _tuning_measurer(program, tune_in, tune_ref, metric, cost)
                     time_front(study, tune_m, program, float(budget), say)
             finally:
                 study.set_user_attr("tuning_seconds",
@@ -324,32 +304,35 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
             studies[m], names[m] = study, job.study_name
             total_seconds += study.user_attrs["tuning_seconds"]
 
-    if evaluate and eval_jobs > 1 and len(eval_in) > 1:
-        say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
-        eval_m = ShardedEvaluation(spec or program, eval_in, eval_ref, metric, jobs=eval_jobs, repeats=repeats,
-                                   money=money, objective=objective, clock=clock, progress=say)
+    if held_out.evaluate and eval_jobs > 1 and len(eval_in) > 1:
+        eval_m = ShardedEvaluation(spec or program, eval_in, eval_ref, metric, jobs=eval_jobs, repeats=cost.repeats,
+                                   money=cost.money, objective=cost.objective, clock=clock, progress=say)
     else:
-        eval_m = Measurer(program, eval_in, eval_ref, metric, repeats, money, objective, what="evaluation",
-                          clock=clock) if evaluate else None
+        eval_m = Measurer(program, eval_in, eval_ref, metric, cost.repeats, cost.money, cost.objective,
+                          what="evaluation", clock=clock) if held_out.evaluate else None
     try:
-        return _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler,
-                       tune_in, eval_in, total_seconds, storage, clock, objective, metric, plan, eval_levels, timing,
-                       kept)
+        return _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, search,
+                       tune_in, eval_in, total_seconds, url, cost, metric, plan, held_out.levels, kept)
     finally:
         if isinstance(eval_m, ShardedEvaluation):
             eval_m.close()
 
 
-def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, seed, sampler, tune_in,
-            eval_in, total_seconds, storage, clock, objective, metric, plan=None,
-            eval_levels=None, timing: str = "paired", kept: str | None = None) -> TuningResult:
+def _tuning_measurer(program, inputs, references, metric, cost: Cost) -> Measurer:
+    return Measurer(program, inputs, references, metric, cost.repeats, cost.money, cost.objective, clock=cost.clock,
+                    timing_seconds=TUNING_TIMING_SECONDS, timing=cost.timing)
+
+
+def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, search: Search, tune_in,
+            eval_in, total_seconds, storage, cost: Cost, metric, plan=None, eval_levels=None,
+            kept: str | None = None) -> TuningResult:
     """The TuningResult of the searches: fronts (held-out figures from `eval_m`),
     every trial, importances; saved beside the study."""
-    result = TuningResult(program.name, get_metric(metric).name, float(budget), 0, 0, total_seconds, seed=seed,
-                          sampler=sampler, n_tune=len(tune_in), n_eval=len(eval_in), study_names=names,
-                          storage=safe_url(storage), notes=notes, program_spec=spec, clock=clock,
+    result = TuningResult(program.name, get_metric(metric).name, float(budget), 0, 0, total_seconds, seed=search.seed,
+                          sampler=search.sampler, n_tune=len(tune_in), n_eval=len(eval_in), study_names=names,
+                          storage=safe_url(storage), notes=notes, program_spec=spec, clock=cost.clock,
                           knob_space={m: s.describe() for m, s in spaces.items()},
-                          timing=TIMING if objective == "time" else None,
+                          timing=TIMING if cost.objective == "time" else None,
                           metric_spec=metric if isinstance(metric, str) else None)
     if eval_m is not None and eval_m.with_references:
         result.exact_scores_eval = [float(v) for v in eval_m.exact_scores]
@@ -372,10 +355,10 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
     if plan is not None and {"static", "dynamic"} <= set(studies):
         strategy.merge_static_front(result, program, ir=lambda c: transformed_ir(program, c))
-    if objective == "time":  # after the evaluation: the exact passes timed beside its points
+    if cost.objective == "time":  # after the evaluation: the exact passes timed beside its points
         result.exact_seconds_tune = tune_m.exact_seconds() if tune_m else None
         result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
-    result.search = _search_facts(result, studies, timing, kept, plan, program)
+    result.search = _search_facts(result, studies, cost.timing, kept, plan, program)
     for note in notes:
         log.info("%s: %s", program.name, note)
     path = result.save(out / "result.json").resolve()

@@ -24,8 +24,8 @@ import optuna
 from optuna.trial import TrialState
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner._records import CONSTRAINT, REUSED, config_key, records
-from autotuner.space import SearchSpace
+from autotuner._records import CONSTRAINT, REUSED, records
+from autotuner.space import SearchSpace, config_key
 from autotuner.storage import open_storage
 
 SAME = ("metric", "objective", "clock", "n_tune", "seed")  # settings a measurement depends on

@@ -23,14 +23,16 @@ from typing import Any, Callable
 import optuna
 
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import offered
 from autotuner._objective import Objective
 from autotuner._optimize import optimize, stopper_for
-from autotuner._records import config_key, counts, front, hypervolume_of_study, records
+from autotuner._records import counts, front, hypervolume_of_study, records
 from autotuner._sampling import TrialSeeded
 from autotuner._seeding import requeue_interrupted
 from autotuner.loading import as_program
 from autotuner.measure import TUNING_TIMING_SECONDS, Measurer
-from autotuner.space import SearchSpace
+from autotuner.settings import Cost, Search
+from autotuner.space import SearchSpace, config_key
 from autotuner.storage import open_storage
 from frontends.quiet import verbose
 
@@ -40,34 +42,29 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Job:
-    """What one worker process needs (picklable, for --jobs)."""
+    """What one worker process needs (picklable, for --jobs): one mode's study and
+    the settings of the run, with `cost`'s clock and timing resolved (no "auto")."""
 
-    program: Any
+    program: Any  # a Program, or its spec (worker processes build it again)
     inputs: list
     references: list | None
     metric: Any
-    repeats: int
-    money: Callable | None
-    objective: str
-    storage: str
+    budget: float
+    storage: str  # the study's URL
     study_name: str
     space: SearchSpace
-    budget: float
-    slice_n: int | None
-    n_trials: int
-    sampler: str
-    seed: int
-    clock: str = "wall"
+    slice_n: int | None  # inputs of the first stage (None: no stages)
+    search: Search
+    cost: Cost
     warm_start: str | None = None  # an earlier study whose measurements a new study reuses
-    patience: int | None = None  # stop when the front's hypervolume has not grown for this many evaluations
     deadline: float | None = None  # stop starting trials at this `time.time()` (the mode's timeout)
-    timing: str = "paired"  # or "model": QoS passes only, time modelled from kept calls (`autotuner.measure`)
-    kept: str | None = None  # the file of the program's kept component outputs (`Program.keep_outputs`)
+    kept: str | None = None  # the file of the program's kept component outputs (`keep_outputs`)
 
 
 def _measurer(job: Job) -> Measurer:
-    return Measurer(job.program, job.inputs, job.references, job.metric, job.repeats, job.money, job.objective,
-                    clock=job.clock, timing_seconds=TUNING_TIMING_SECONDS, timing=job.timing)
+    c = job.cost
+    return Measurer(job.program, job.inputs, job.references, job.metric, c.repeats, c.money, c.objective,
+                    clock=c.clock, timing_seconds=TUNING_TIMING_SECONDS, timing=c.timing)
 
 
 _BUILT: OrderedDict[tuple, Callable] = OrderedDict()
@@ -76,7 +73,7 @@ _BUILT: OrderedDict[tuple, Callable] = OrderedDict()
 def build(program, config: dict) -> Callable:
     """`program.build(config)`, remembered (the slice and the full split, a resumed
     study and the held-out evaluation use one build; the pipeline costs ~0.1 s)."""
-    key = (getattr(program, "text", None) or id(program), getattr(program, "entry", ""), config_key(config))
+    key = (offered(program, "text") or id(program), offered(program, "entry") or "", config_key(config))
     if key not in _BUILT:
         _BUILT[key] = program.build(config)
         while len(_BUILT) > 128:
@@ -90,18 +87,19 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
     job = replace(job, program=as_program(job.program))
     if job.kept is not None and measurer is None:
         job.program.keep_outputs(job.kept)
+    search = job.search
     study = optuna.load_study(study_name=job.study_name, storage=open_storage(job.storage),
-                              sampler=TrialSeeded(job.sampler, job.seed, job.n_trials, job.budget))
-    if measurer is None and stopper_for(job.n_trials, job.space.size(), job.patience, job.budget,
+                              sampler=TrialSeeded(search.sampler, search.seed, search.n_trials, job.budget))
+    if measurer is None and stopper_for(search.n_trials, job.space.size(), search.patience, job.budget,
                                         job.deadline).done(study):
         return  # nothing left: no exact pass over the inputs (for a costly program, minutes)
     m = measurer or _measurer(job)
 
     def evaluate(config, n=None):
-        return m.measure(build(job.program, config), config, n, repeats=min(3, job.repeats) if n else None)
+        return m.measure(build(job.program, config), config, n, repeats=min(3, job.cost.repeats) if n else None)
 
-    objective = Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=job.n_trials)
-    optimize(study, objective, job.n_trials, job.space.size(), [*callbacks, _stop_if_interrupted], job.patience,
+    objective = Objective(job.space, evaluate, job.budget, job.slice_n, n_trials=search.n_trials)
+    optimize(study, objective, search.n_trials, job.space.size(), [*callbacks, _stop_if_interrupted], search.patience,
              job.deadline)
 
 
@@ -174,7 +172,7 @@ def progress_line(study, job: Job, mode: str) -> str:
     curve = hypervolume_of_study(study, job.budget)
     grew = max((i for i in range(1, len(curve)) if curve[i] > curve[i - 1]), default=0)
     reused = f", reused {c['reused']}" if c["reused"] else ""
-    return (f"[approx-tune {mode}] trials {c['evaluated']}/{job.n_trials} (pruned {c['pruned']}, "
+    return (f"[approx-tune {mode}] trials {c['evaluated']}/{job.search.n_trials} (pruned {c['pruned']}, "
             f"failed {c['failed']}, running {c['running']}{reused}) | front {len(fr)} | "
             f"best speedup within budget {best:.2f}x | hypervolume {curve[-1]:.4g} "
             f"(last grew at evaluation {grew})")
@@ -243,7 +241,7 @@ def run_workers(job: Job, jobs: int, study, mode: str, progress: bool, measurer:
             p.start()
             procs[i:i + 1] = [p]  # joined on Ctrl-C, even one raised as the start ends
 
-    deaths, max_deaths = 0, max(4, job.n_trials)
+    deaths, max_deaths = 0, max(4, job.search.n_trials)
     try:
         for i in range(jobs):
             start(i)

@@ -80,23 +80,24 @@ def _best(result, mode: str, notes: list[str]) -> dict[str, float]:
 def tune_kernel(name: str, trials: int, seed: int = 0, n_tune: int = 4, repeats: int = 3) -> KernelRun:
     """Tune one kernel (static, then dynamic warm-started from the static front;
     `trials` evaluations each) and read the held-out fronts."""
-    from autotuner import SearchSpace, tune
+    from autotuner import Cost, HeldOut, Search, SearchSpace, Storage, tune
     from examples.kernels import kernel
 
     t0 = time.perf_counter()
     mod = kernel(name)
     tune_in, eval_in = mod.make_inputs(n_tune, seed)
     notes = [f"embeddings: {mod.embedding_source()}"] if name == "kb" else []
-    common = dict(eval_inputs=eval_in, metric=mod.METRIC, budget=BUDGET, n_trials=trials, seed=seed, clock="cpu",
-                  repeats=repeats, study_name=name)
     with tempfile.TemporaryDirectory(prefix=f"kernels-{name}-") as out:
         storage = f"sqlite:///{Path(out) / 'study.db'}"
-        static = tune(mod.program, tune_in, mode="static", storage=storage, out_dir=out, **common)
+        common = dict(metric=mod.METRIC, budget=BUDGET, cost=Cost(clock="cpu", repeats=repeats),
+                      held_out=HeldOut(inputs=eval_in), storage=Storage(url=storage, study_name=name, out_dir=out))
+        static = tune(mod.program, tune_in, search=Search(n_trials=trials, mode="static", seed=seed), **common)
         results = {"static": static}
         space = SearchSpace.from_program(mod.program, "dynamic")
         if any(d.dynamic for d in space.dims):
             _warm_start(space, storage, name, BUDGET)
-            results["dynamic"] = tune(mod.program, tune_in, mode="dynamic", storage=storage, out_dir=out, **common)
+            results["dynamic"] = tune(mod.program, tune_in, search=Search(n_trials=trials, mode="dynamic", seed=seed),
+                                      **common)
     speedups = {mode: _best(r, mode, notes) for mode, r in results.items()}
     points = {mode: _points(r, mode) for mode, r in results.items()}
     if "dynamic" not in speedups:

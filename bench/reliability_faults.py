@@ -148,13 +148,14 @@ def retriever_faults(t: Tally, corpus, qs, rounds: int) -> None:
 def study(server, exact, corpus, qs, trials: int) -> dict:
     import optuna
 
-    from autotuner import tune
+    from autotuner import Cost, HeldOut, Search, Storage, tune
     from autotuner.report import write_report
 
     out = Path(tempfile.mkdtemp(prefix="reliability-faults-"))
     start = time.perf_counter()
-    r = tune(F.FaultyRag(corpus, exact, server), qs[:8], metric="exact_match", budget=0.5, n_trials=trials,
-             mode="static", seed=0, out_dir=out, repeats=1, eval_inputs=qs[8:16], stage_fraction=0)
+    r = tune(F.FaultyRag(corpus, exact, server), qs[:8], metric="exact_match", budget=0.5,
+             search=Search(n_trials=trials, mode="static", stage_fraction=0), cost=Cost(repeats=1),
+             held_out=HeldOut(inputs=qs[8:16]), storage=Storage(out_dir=out))
     seconds = time.perf_counter() - start
     write_report(r, out / "report")
     st = optuna.load_study(study_name="faulty_rag/static", storage=f"sqlite:///{out / 'study.db'}")

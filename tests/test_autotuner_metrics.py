@@ -7,9 +7,9 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
-from autotuner._pareto import dominates, hypervolume, pareto_indices
 from autotuner.measure import Measurer, split_inputs
 from autotuner.metrics import containment, exact_match, get_metric, normalize_answer, rbo, rel_l2, token_f1
+from autotuner.pareto import dominates, hypervolume, pareto_indices
 from bench.dots_kernel import kernel_inputs, kernel_text
 
 

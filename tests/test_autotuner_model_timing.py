@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from autotuner import Measurer, tune
+from autotuner import Cost, HeldOut, Measurer, Search, Storage, tune
 from examples import squad
 from examples.systems import rag_bm25
 from examples.systems.common import METRIC, question_sets, readers
@@ -63,8 +63,9 @@ def test_a_dynamic_configuration_is_scored_from_kept_calls_as_running_it_scores(
 def test_tune_times_the_front_and_a_later_study_reads_the_kept_outputs(tmp_path, questions):
     program = kept_program(tmp_path)
     space = {"bm25.top_k": [0], "bm25.preprocess": [0], "bm25.terms": [0], "bm25.docs": [0]}
-    r = tune(program, questions, None, metric=METRIC, mode="static", n_trials=6, repeats=1, out_dir=tmp_path,
-             eval_inputs=questions[:4], narrow=space, budget=0.5, seed=1, eval_levels=[0.5])
+    r = tune(program, questions, None, metric=METRIC, budget=0.5,
+             search=Search(n_trials=6, mode="static", seed=1, narrow=space), cost=Cost(repeats=1),
+             held_out=HeldOut(inputs=questions[:4], levels=[0.5]), storage=Storage(out_dir=tmp_path))
     assert (tmp_path / "kept_outputs.db").is_file()
     plan = json.loads((tmp_path / "strategy.json").read_text())  # where the time goes orders the screen
     assert max(plan["shares"], key=plan["shares"].get) == "answer"

@@ -13,18 +13,23 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
-from autotuner import DEFAULT_SAMPLER, tune
-from autotuner._pareto import hypervolume, hypervolume_curve
+from autotuner import DEFAULT_SAMPLER, Cost, HeldOut, Search, Storage, tune
 from autotuner._records import REUSED, counts
 from autotuner.cli import main as cli_main
 from autotuner.loading import as_program
+from autotuner.pareto import hypervolume, hypervolume_curve
 from autotuner.space import SearchSpace
 from bench.dots_kernel import kernel_inputs, kernel_text
 
 DOTS = MlirProgram(kernel_text(3), "main", "dots.mlir")
 INPUTS = kernel_inputs(12, 3000)
 ADAPTIVE = MlirProgram.from_file(Path(__file__).parents[1] / "examples/mlir/adaptive_sum.mlir", "mean")
-FAST = dict(repeats=1, evaluate=False, objective="money")
+NO_EVAL = HeldOut(evaluate=False)
+
+
+def paid(cost) -> Cost:
+    """A deterministic money cost, one sample per measurement: fast and repeatable."""
+    return Cost(objective="money", money=cost, repeats=1)
 
 
 def work_units(config, args, output):
@@ -65,8 +70,8 @@ def test_hypervolume_curve_grows_with_each_point_that_enlarges_the_front():
 def test_static_trials_seed_the_dynamic_study_and_nothing_is_measured_twice(tmp_path):
     rng = np.random.default_rng(0)
     inputs = [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(50, 20_000, 12))]
-    r = tune(ADAPTIVE, inputs, budget=0.02, n_trials=8, mode="both", seed=0, out_dir=tmp_path,
-             money=adaptive_cost, **FAST)
+    r = tune(ADAPTIVE, inputs, budget=0.02, search=Search(n_trials=8), cost=paid(adaptive_cost), held_out=NO_EVAL,
+             storage=Storage(out_dir=tmp_path))
     static = study_of(tmp_path, "adaptive_sum.mlir:mean/static")
     dynamic = study_of(tmp_path, "adaptive_sum.mlir:mean/dynamic")
     n_static = len(measured_keys(static))
@@ -80,10 +85,10 @@ def test_static_trials_seed_the_dynamic_study_and_nothing_is_measured_twice(tmp_
 
 
 def test_warm_start_reuses_an_earlier_study_with_another_budget(tmp_path):
-    first = tune(DOTS, INPUTS, budget=0.1, n_trials=12, mode="static", seed=0, out_dir=tmp_path, study_name="a",
-                 money=work_units, **FAST)
-    second = tune(DOTS, INPUTS, budget=0.05, n_trials=6, mode="static", seed=0, out_dir=tmp_path, study_name="b",
-                  money=work_units, warm_start="a", **FAST)
+    first = tune(DOTS, INPUTS, budget=0.1, search=Search(n_trials=12, mode="static"), cost=paid(work_units),
+                 held_out=NO_EVAL, storage=Storage(out_dir=tmp_path, study_name="a"))
+    second = tune(DOTS, INPUTS, budget=0.05, search=Search(n_trials=6, mode="static"), cost=paid(work_units),
+                  held_out=NO_EVAL, storage=Storage(out_dir=tmp_path, study_name="b", warm_start="a"))
     old, new = study_of(tmp_path, "a/static"), study_of(tmp_path, "b/static")
     assert sorted(reused_keys(new)) == sorted(measured_keys(old))  # every measurement of the first study
     assert len(measured_keys(new)) == 6 and not set(measured_keys(new)) & set(measured_keys(old))
@@ -91,20 +96,20 @@ def test_warm_start_reuses_an_earlier_study_with_another_budget(tmp_path):
     assert any("reused from study 'a/static'" in n for n in second.notes)
     # an earlier run's output folder works as well (its last run: study b, which holds both studies' measurements),
     # and settings that change what a measurement means are refused
-    third = tune(DOTS, INPUTS, budget=0.05, n_trials=1, mode="static", seed=0, out_dir=tmp_path / "c",
-                 money=work_units, warm_start=str(tmp_path), **FAST)
+    third = tune(DOTS, INPUTS, budget=0.05, search=Search(n_trials=1, mode="static"), cost=paid(work_units),
+                 held_out=NO_EVAL, storage=Storage(out_dir=tmp_path / "c", warm_start=str(tmp_path)))
     assert third.trials == 1 and len(reused_keys(study_of(tmp_path / "c", "dots.mlir:main/static"))) == 12 + 6
     with pytest.raises(ApproxError, match=r"other settings \(n_tune"):
-        tune(DOTS, INPUTS[:6], budget=0.05, n_trials=1, mode="static", seed=0, out_dir=tmp_path, study_name="d",
-             money=work_units, warm_start="a", **FAST)
+        tune(DOTS, INPUTS[:6], budget=0.05, search=Search(n_trials=1, mode="static"), cost=paid(work_units),
+             held_out=NO_EVAL, storage=Storage(out_dir=tmp_path, study_name="d", warm_start="a"))
     with pytest.raises(ApproxError, match="no study 'nope/static'"):
-        tune(DOTS, INPUTS, n_trials=1, mode="static", out_dir=tmp_path, study_name="e", money=work_units,
-             warm_start="nope", **FAST)
+        tune(DOTS, INPUTS, search=Search(n_trials=1, mode="static"), cost=paid(work_units), held_out=NO_EVAL,
+             storage=Storage(out_dir=tmp_path, study_name="e", warm_start="nope"))
 
 
 def test_patience_stops_when_the_hypervolume_stops_growing(tmp_path):
-    r = tune(DOTS, INPUTS, budget=0.05, n_trials=60, mode="static", seed=0, out_dir=tmp_path, money=work_units,
-             patience=4, **FAST)
+    r = tune(DOTS, INPUTS, budget=0.05, search=Search(n_trials=60, mode="static", patience=4),
+             cost=paid(work_units), held_out=NO_EVAL, storage=Storage(out_dir=tmp_path))
     curve = r.hypervolume["static"]
     assert r.trials == len(curve) - 1 < 60
     assert curve[-1] == curve[-5] and curve[-1] > 0  # no growth over the last 4 evaluations

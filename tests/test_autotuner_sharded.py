@@ -1,6 +1,6 @@
 """The held-out evaluation spread over worker processes (`autotuner.sharded`): the
 same QoS figures, intervals included, as one process measuring every input; errors
-of a configuration or a worker as one line; `tune(jobs=2)` uses it."""
+of a configuration or a worker as one line; `tune(search=Search(jobs=2))` uses it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
-from autotuner import tune
+from autotuner import Cost, HeldOut, Search, Storage, tune
 from autotuner.measure import Measurer, PairedTiming, split_inputs
 from autotuner.sharded import ShardedEvaluation
 from bench.dots_kernel import kernel_inputs, kernel_text
@@ -84,9 +84,11 @@ def test_joined_timing_counts_each_shard_as_one_pass():
 
 def test_tune_with_two_jobs_evaluates_the_front_on_shards(dots_file, tmp_path):
     inputs = kernel_inputs(12, 3000, knobs=2)
-    kw = dict(budget=0.05, n_trials=8, mode="static", seed=0, repeats=1, eval_ratio=5.0)
-    sharded = tune(dots_file, inputs, jobs=2, out_dir=tmp_path / "two", **kw)
-    single = tune(dots_file, inputs, jobs=1, eval_jobs=1, out_dir=tmp_path / "one", warm_start=None, **kw)
+    kw = dict(budget=0.05, cost=Cost(repeats=1))
+    sharded = tune(dots_file, inputs, search=Search(n_trials=8, mode="static", jobs=2),
+                   storage=Storage(out_dir=tmp_path / "two"), **kw)
+    single = tune(dots_file, inputs, search=Search(n_trials=8, mode="static"), held_out=HeldOut(jobs=1),
+                  storage=Storage(out_dir=tmp_path / "one"), **kw)
     assert sharded.n_eval == single.n_eval == 10
     assert sharded.exact_scores_eval is None  # no references: QoS against the exact outputs
     by_knobs = {str(p.knobs): p for p in single.front}

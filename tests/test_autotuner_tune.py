@@ -12,15 +12,15 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
-from autotuner import config_key, hypervolume, tune
-from autotuner._pareto import dominates
+from autotuner import Cost, HeldOut, Search, Storage, config_key, hypervolume, tune
 from autotuner._records import counts
+from autotuner.pareto import dominates
 from bench.dots_kernel import kernel_inputs, kernel_text
 from passes.knobs import KnobSpec
 
 DOTS = MlirProgram(kernel_text(2), "main", "dots.mlir")
 INPUTS = kernel_inputs(12, 3000, knobs=2)  # 2 tuning, 10 evaluation inputs
-FAST = dict(repeats=1, eval_ratio=5.0)
+ONE = Cost(repeats=1)  # one timed sample per measurement: fast
 
 
 def work_units(config, args, output):
@@ -43,11 +43,10 @@ class Interrupt:
         return work_units(config, args, output)
 
 
-def run_money(tmp_path: Path, name: str, money=work_units, **kw):
-    opts = dict(budget=0.1, n_trials=16, mode="static", seed=7, objective="money", money=money,
-                out_dir=tmp_path / name, evaluate=False, **FAST)
-    opts.update(kw)
-    return tune(DOTS, INPUTS, **opts)
+def run_money(tmp_path: Path, name: str, money=work_units, seed: int = 7):
+    return tune(DOTS, INPUTS, budget=0.1, search=Search(n_trials=16, mode="static", seed=seed),
+                cost=Cost(objective="money", money=money, repeats=1), held_out=HeldOut(evaluate=False),
+                storage=Storage(out_dir=tmp_path / name))
 
 
 def trial_rows(storage_dir: Path, mode: str = "static"):
@@ -67,7 +66,8 @@ def reference(tmp_path_factory):
 
 
 def test_front_has_no_dominated_point_and_is_remeasured_on_held_out_inputs(tmp_path):
-    r = tune(DOTS, INPUTS, budget=0.05, n_trials=12, mode="static", seed=1, out_dir=tmp_path, **FAST)
+    r = tune(DOTS, INPUTS, budget=0.05, search=Search(n_trials=12, mode="static", seed=1), cost=ONE,
+             storage=Storage(out_dir=tmp_path))
     pts = [(p.qos_loss_tune, p.speedup_tune) for p in r.front]
     assert pts and all(not dominates(a, b) for a in pts for b in pts)
     assert all(loss <= 0.05 for loss, _ in pts)
@@ -111,7 +111,8 @@ def test_dynamic_mode_tunes_the_decision_tree(tmp_path):
     program = MlirProgram.from_file(Path(__file__).parents[1] / "examples/mlir/adaptive_sum.mlir", "mean")
     rng = np.random.default_rng(0)
     inputs = [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(50, 200_000, 12))]
-    r = tune(program, inputs, budget=0.02, n_trials=10, mode="both", seed=0, out_dir=tmp_path, **FAST)
+    r = tune(program, inputs, budget=0.02, search=Search(n_trials=10, mode="both"), cost=ONE,
+             storage=Storage(out_dir=tmp_path))
     assert {p.mode for p in r.front} == {"static", "dynamic"}
     assert r.trials == 9 + 10 and set(r.study_names) == {"static", "dynamic"}  # static: 9 values (0..8)
     for p in r.front_of("dynamic"):
@@ -123,8 +124,9 @@ def test_dynamic_mode_tunes_the_decision_tree(tmp_path):
 
 
 def test_staged_evaluation_prunes_configurations_far_over_budget(tmp_path):
-    r = tune(DOTS, kernel_inputs(36, 3000, knobs=2), budget=0.002, n_trials=10, mode="static", seed=0,
-             out_dir=tmp_path, stage_fraction=0.5, evaluate=False, **FAST)
+    r = tune(DOTS, kernel_inputs(36, 3000, knobs=2), budget=0.002,
+             search=Search(n_trials=10, mode="static", stage_fraction=0.5), cost=ONE,
+             held_out=HeldOut(evaluate=False), storage=Storage(out_dir=tmp_path))
     pruned = [t for t in r.all_trials if t.pruned]
     assert pruned and r.pruned_trials == len(pruned)
     assert all(t.dominated and not t.feasible for t in pruned)
@@ -154,8 +156,8 @@ class Flaky:
 
 
 def test_a_failing_configuration_is_a_failed_trial_and_the_study_goes_on(tmp_path):
-    r = tune(Flaky(), [float(i + 1) for i in range(12)], budget=0.01, n_trials=4, mode="static", seed=0,
-             out_dir=tmp_path, **FAST)
+    r = tune(Flaky(), [float(i + 1) for i in range(12)], budget=0.01, search=Search(n_trials=4, mode="static"),
+             cost=ONE, storage=Storage(out_dir=tmp_path))
     assert r.failed_trials == 1 and r.trials == 4  # 0, 3 (fails), then 1 and 2
     assert {t.knobs["k"]["knob_val"] for t in r.all_trials} == {0, 1, 2}
     study = optuna.load_study(study_name="flaky/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
@@ -164,32 +166,46 @@ def test_a_failing_configuration_is_a_failed_trial_and_the_study_goes_on(tmp_pat
 
 
 @pytest.mark.parametrize("kw, message", [
-    (dict(budget=1.5), "budget must be a QoS-loss fraction in [0, 1]"),
-    (dict(budget=-0.01), "budget must be a QoS-loss fraction in [0, 1]"),
-    (dict(budget="5%"), "budget must be a QoS-loss fraction in [0, 1]"),
-    (dict(narrow={"d1": []}), "knob 'd1': cannot narrow to []"),
-    (dict(narrow={"d1": [0, 2]}, fix={"d3": 2}), "unknown knob 'd3'"),
-    (dict(metric="f1"), "unknown QoS metric 'f1'"),
-    (dict(sampler="cmaes"), "unknown sampler 'cmaes'"),
-    (dict(mode="fast"), "mode must be"),
-])
+    (lambda: dict(budget=1.5), "budget must be a QoS-loss fraction in [0, 1]"),
+    (lambda: dict(budget=-0.01), "budget must be a QoS-loss fraction in [0, 1]"),
+    (lambda: dict(budget="5%"), "budget must be a QoS-loss fraction in [0, 1]"),
+    (lambda: dict(search=Search(narrow={"d1": []})), "knob 'd1': cannot narrow to []"),
+    (lambda: dict(search=Search(narrow={"d1": [0, 2]}, fix={"d3": 2})), "unknown knob 'd3'"),
+    (lambda: dict(metric="f1"), "unknown QoS metric 'f1'"),
+    (lambda: dict(search=Search(sampler="cmaes")), "unknown sampler 'cmaes'"),
+    (lambda: dict(search=Search(mode="fast")), "mode must be"),
+    (lambda: dict(search=Search(n_trials=0)), "n_trials must be a positive integer"),
+    (lambda: dict(search=Search(timeout=-1)), "timeout must be a positive number of seconds"),
+    (lambda: dict(search={"n_trials": 2}), "search must be an autotuner.Search, got dict"),
+    (lambda: dict(cost=Cost(objective="money")), "objective must be 'time' or 'money'"),
+    (lambda: dict(cost=Cost(clock="gpu")), "clock must be 'auto', 'wall' or 'cpu'"),
+    (lambda: dict(held_out=HeldOut(ratio=0)), "eval_ratio must be > 0"),
+    (lambda: dict(held_out=HeldOut(references=[1.0])), "held-out references need held-out inputs"),
+    (lambda: dict(storage=Storage(url="")), "url must be a non-empty string"),
+], ids=lambda v: None if callable(v) else v.split(" ")[0])
 def test_bad_settings_are_one_clear_error(tmp_path, kw, message):
     with pytest.raises(ApproxError) as err:
-        tune(DOTS, INPUTS, **{"n_trials": 2, "out_dir": tmp_path, **kw})
+        tune(DOTS, INPUTS, **{"search": Search(n_trials=2), "storage": Storage(out_dir=tmp_path), **kw()})
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_tune_takes_the_program_inputs_metric_and_grouped_settings():
+    import inspect
+
+    assert len(inspect.signature(tune).parameters) <= 10
 
 
 def test_a_program_whose_exact_run_fails_is_one_clear_error(tmp_path):
     bad = [(np.zeros(10, np.float32), np.zeros(10), 10, np.zeros(10), np.zeros(10), 10)] * 4
     with pytest.raises(ApproxError) as err:
-        tune(DOTS, bad, n_trials=2, out_dir=tmp_path)
+        tune(DOTS, bad, search=Search(n_trials=2), storage=Storage(out_dir=tmp_path))
     assert "the exact program fails on tuning input 0: @main argument 0: expected memref<?xf64>" in str(err.value)
 
 
 @pytest.mark.slow  # two spawned processes import the toolchain (~10 s)
 def test_two_jobs_share_one_sqlite_study(tmp_path):
-    r = tune(DOTS, INPUTS, budget=0.05, n_trials=12, mode="static", seed=0, jobs=2, out_dir=tmp_path,
-             evaluate=False, **FAST)
+    r = tune(DOTS, INPUTS, budget=0.05, search=Search(n_trials=12, mode="static", jobs=2), cost=ONE,
+             held_out=HeldOut(evaluate=False), storage=Storage(out_dir=tmp_path))
     study = optuna.load_study(study_name="dots.mlir:main/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
     workers = {t.user_attrs["worker"] for t in study.get_trials() if "worker" in t.user_attrs}
     assert len(workers) == 2
@@ -218,8 +234,10 @@ class Additive:
 def test_predictive_sampler_finds_an_additive_front_with_a_sixth_of_the_space(tmp_path):
     import itertools
 
-    r = tune(Additive(), [1.0 + i for i in range(12)], budget=0.05, n_trials=20, mode="static",
-             sampler="predictive", objective="money", money=Additive.cost, out_dir=tmp_path, evaluate=False, **FAST)
+    r = tune(Additive(), [1.0 + i for i in range(12)], budget=0.05,
+             search=Search(n_trials=20, mode="static", sampler="predictive"),
+             cost=Cost(objective="money", money=Additive.cost, repeats=1), held_out=HeldOut(evaluate=False),
+             storage=Storage(out_dir=tmp_path))
     assert len({json_key(t.knobs) for t in r.all_trials}) == len(r.all_trials) == 20  # no repeats
     exact_cost = sum(Additive.COST)
     every = [(sum(c * k for c, k in zip(Additive.LOSS, ks)),

@@ -17,7 +17,7 @@ import optuna
 import pytest
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner import tune
+from autotuner import Cost, HeldOut, Search, Storage, tune
 from autotuner.cli import main as approx_tune
 from examples.squad import paragraphs, questions
 from frontends.components.llm.escalation import Fallback, ModelCascade
@@ -217,8 +217,9 @@ def test_safety_contract_recovers_from_a_faulty_retriever(qa):
 def test_tuning_with_faulty_configurations_fails_those_trials_counts_and_reports_them(server, exact, qa, tmp_path):
     corpus, qs = qa
     program = F.FaultyRag(corpus, exact, server)
-    r = tune(program, qs[:8], metric="exact_match", budget=0.5, n_trials=8, mode="static", seed=0,
-             out_dir=tmp_path, repeats=1, eval_inputs=qs[8:], stage_fraction=0)
+    r = tune(program, qs[:8], metric="exact_match", budget=0.5,
+             search=Search(n_trials=8, mode="static", stage_fraction=0), cost=Cost(repeats=1),
+             held_out=HeldOut(inputs=qs[8:]), storage=Storage(out_dir=tmp_path))
     study = optuna.load_study(study_name="faulty_rag/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
     failed = [t for t in study.get_trials() if t.state.name == "FAIL" and "duplicate_of" not in t.user_attrs]
     assert r.failed_trials == len(failed) == len(r.failures) >= 1 and r.trials == 8

@@ -201,10 +201,11 @@ def test_registry_and_inputs_are_disjoint():
 
 @pytest.mark.slow
 def test_tiny_tuning_run(tmp_path):
-    from autotuner import tune
+    from autotuner import Cost, HeldOut, Search, Storage, tune
 
     tune_in, eval_in = kmeans.make_inputs(1, seed=0, n=400, dim=3, k=4)
-    result = tune(kmeans.program, tune_in, eval_inputs=eval_in, metric=kmeans.METRIC, budget=0.1, n_trials=3,
-                  mode="static", clock="cpu", repeats=1, out_dir=tmp_path)
+    result = tune(kmeans.program, tune_in, metric=kmeans.METRIC, budget=0.1,
+                  search=Search(n_trials=3, mode="static"), cost=Cost(clock="cpu", repeats=1),
+                  held_out=HeldOut(inputs=eval_in), storage=Storage(out_dir=tmp_path))
     assert result.trials >= 1 and result.front
     assert all(p.qos_loss_eval is not None for p in result.front)

@@ -211,3 +211,37 @@ def test_examples_and_benchmarks_pass(check):
     """No private name, the tuner only through its surface, no toolchain setting changed."""
     bad = [b for p in sources("examples", "bench") for b in check(p)]
     assert not bad, "\n".join(bad)
+
+
+def test_the_tuner_exports_only_names_of_its_public_modules():
+    """`autotuner.__all__` holds no function, class or constant of a `_`-prefixed module."""
+    import importlib
+    import pkgutil
+
+    import autotuner
+
+    public = [importlib.import_module(f"autotuner.{m.name}") for m in pkgutil.iter_modules(autotuner.__path__)
+              if not m.name.startswith("_") and m.name != "cli"] + [importlib.import_module("approx_opt.program")]
+    bad = []
+    for name in autotuner.__all__:
+        obj = getattr(autotuner, name)
+        home = getattr(obj, "__module__", None) if callable(obj) else None
+        if home is not None:
+            bad += [f"{name}: {home}"] if any(p.startswith("_") for p in home.split(".")) else []
+        elif not any(getattr(m, name, None) is obj for m in public):
+            bad.append(f"{name}: in no public module")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_tuner_reads_a_programs_optional_members_through_one_accessor():
+    """What the tuner reads from a program besides `name`, `knobs` and `build` is declared in
+    `approx_opt.program.OPTIONAL` and read with `offered`, never duck-typed on the spot."""
+    import re
+
+    from approx_opt.program import OPTIONAL
+
+    pattern = re.compile(r"(?:getattr|hasattr)\((?:self\.|job\.)?program, \"(\w+)\"")
+    bad = [f"{p.relative_to(ROOT)}: {m}" for p in sources("autotuner") for m in pattern.findall(p.read_text())]
+    assert not bad, "\n".join(bad)
+    read = {m for p in sources("autotuner") for m in re.findall(r"offered\([\w.]+, \"(\w+)\"\)", p.read_text())}
+    assert read <= set(OPTIONAL)

@@ -15,11 +15,11 @@ from optuna.distributions import IntDistribution
 from autotuner import config_key
 from autotuner._objective import Objective
 from autotuner._optimize import optimize
-from autotuner._pareto import hypervolume
 from autotuner._records import counts, hypervolume_of_study
 from autotuner._sampling import TrialSeeded
 from autotuner._seeding import enqueue_seeds
 from autotuner.measure import Measurement
+from autotuner.pareto import hypervolume
 from autotuner.predictive import PredictiveSampler
 from autotuner.predictive_model import GRID_LEVELS, level_index, levels_of
 from autotuner.space import SearchSpace
