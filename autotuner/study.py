@@ -5,11 +5,11 @@ Storage: SQLite under the output folder by default (a busy timeout, so several
 worker processes share the file); any SQLAlchemy URL (`postgresql://...`) lets
 workers on several machines join the same study (heartbeats turn a dead
 worker's trial into an interrupted one). The same study name resumes: finished
-trials are kept, `n_trials` is the total, and the settings must match. Ctrl-C
+trials are kept, `Search.n_trials` is the total, and the settings must match. Ctrl-C
 stops cleanly: the running trials end as interrupted, finished ones stay.
 
 The studies are plain Optuna studies that Optuna's own tools read: one per mode,
-named `<name>/static` and `<name>/dynamic` (`<name>`: `study_name`, by default the
+named `<name>/static` and `<name>/dynamic` (`<name>`: `Storage.study_name`, by default the
 program's name, e.g. `adaptive_sum.mlir:mean`), objectives named `qos_loss`
 (minimised) and `speedup` (maximised), the constraint `qos_loss <= budget`.
 `study.best_trials` is the tuning front: a configuration measured already is not

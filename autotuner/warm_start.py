@@ -6,7 +6,7 @@ are not evaluations of the new study (`_records.counts`).
 
 - The dynamic study starts with the static study's trials: a static
   configuration is a dynamic one whose decisions are all equal (`SearchSpace.lift`).
-- `tune(..., warm_start=STUDY)` (`approx-tune run --warm-start STUDY`) starts each
+- `tune(..., storage=Storage(warm_start=STUDY))` (`approx-tune run --warm-start STUDY`) starts each
   mode's study with the trials of an earlier study: STUDY names a study of the same
   storage (`NAME` or `NAME/static`), or is the output folder of an earlier run.
 
