@@ -42,8 +42,8 @@ OPTIONAL: dict[str, tuple[str, str]] = {
     "transformed_ir": ("method", "(config) -> the approx-free IR of `config`, shown in the report; "
                        "absent: `ir`"),
     "ir": ("method", "(after=True, config=...) -> the same, for a decorated function; absent: no IR shown"),
-    "profile": ("method", "(inputs) -> {label: {'share': ...}}, the time per component call; with dotted knob "
-                "names it turns on the search strategy (`autotuner.strategy`); absent: a plain search"),
+    "profile": ("method", "(inputs, config=None) -> {label: {'share': ...}}, the time per component call; with "
+                "dotted knob names it turns on the search strategy (`autotuner.strategy`); absent: a plain search"),
     "negligible_knobs": ("method", "(inputs) -> {knob: share}: knobs fixed at exact, their calls cannot pay; "
                          "absent: only the components under 2 % of the profiled time"),
     "states": ("method", "(inputs) -> each input's decision state, where the dynamic study's first trials "
