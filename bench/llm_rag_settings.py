@@ -27,12 +27,13 @@ SETTINGS = ({"answer.passages": 2}, {"bm25.top_k": 1}, {"answer.sentences": 1}, 
 
 def measure(name: str, n_tune: int, n_eval: int, seed: int = 0, settings=SETTINGS, log=print) -> list[dict]:
     from autotuner import Measurer
-    from examples.systems.common import METRIC, one_thread, question_sets
-    from examples.systems.tuning import load_system
+    from examples.systems.common import METRIC, one_thread
+    from examples.systems.registry import system
 
     one_thread()
-    program = load_system(name)
-    (tune_q, tune_a), (eval_q, eval_a) = question_sets(n_tune, seed, n_eval)
+    described = system(name)
+    program = described.build()
+    (tune_q, tune_a), (eval_q, eval_a) = described.splits(n_tune, seed, n_eval)
     exact = program.exact()
     exact_tune = [exact(q) for q in tune_q]
     held_out = Measurer(program, eval_q, eval_a, METRIC, repeats=1, what="evaluation", clock="cpu")

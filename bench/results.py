@@ -40,7 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.results_md import KERNELS, load_text, markdown, run_details  # noqa: E402
-from bench.systems_bench import GPU_SYSTEMS, SHAPE, SYSTEMS  # noqa: E402
+from bench.systems_bench import GPU_SYSTEMS, SHAPE  # noqa: E402
+from examples.systems.registry import SYSTEMS  # noqa: E402
 from frontends.quiet import quiet_third_party  # noqa: E402
 
 JSON_PATH, MD_PATH = ROOT / "bench" / "results.json", ROOT / "bench" / "results.md"
@@ -144,8 +145,7 @@ def _num_keys(v):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="comma-separated parts: rag_bm25, rag_dense, tools, rag_bm25_llm, rag_dense_llm, "
-                    "tools_llm, agent_llm, kernels (default: all)")
+    ap.add_argument("--only", help=f"comma-separated parts: {', '.join(SYSTEMS)}, kernels (default: all)")
     ap.add_argument("--rag-n-tune", type=int, default=40)
     ap.add_argument("--rag-trials", type=int, default=40)
     ap.add_argument("--rag-seconds", type=float, default=720)
@@ -222,10 +222,11 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     rag_llm = dict(llm, tuning_qos=args.llm_tuning_qos)
     tools_llm = dict(rag_llm, n_tune=args.tools_llm_n_tune, n_eval=args.tools_llm_n_eval,
                      seconds=args.tools_llm_seconds)
-    sizes = {"rag_bm25": rag, "rag_dense": rag, "rag_bm25_llm": rag_llm, "rag_dense_llm": rag_llm,
-             "tools_llm": tools_llm, "agent_llm": dict(rag_llm, n_tune=args.agent_n_tune, n_eval=args.agent_n_eval),
-             "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
-                           ablate_levels=ablate, fresh=not args.resume, progress=args.progress)}
+    groups = {"rag": rag, "rag_llm": rag_llm, "tools_llm": tools_llm,
+              "agent": dict(rag_llm, n_tune=args.agent_n_tune, n_eval=args.agent_n_eval),
+              "tools": dict(n_tune=args.tools_n_tune, trials=args.tools_trials, seconds=args.tools_seconds,
+                            ablate_levels=ablate, fresh=not args.resume, progress=args.progress)}
+    sizes = {n: groups[s.sizes] for n, s in SYSTEMS.items()}
     old = json.loads(JSON_PATH.read_text()) if JSON_PATH.is_file() else {"systems": {}, "kernels": {}}
     gpu = args.device == "cuda"
     if gpu:

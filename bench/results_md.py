@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from bench.systems_bench import LEVELS, PAPER, SYSTEMS, TARGETS
+from bench.systems_bench import LEVELS
+from examples.systems.registry import SYSTEMS
 from examples.systems.row_figures import levels_text
 
 KERNELS = ("bm25", "kb", "kmeans", "lavamd", "pagerank")
@@ -64,8 +65,8 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
              "| trials | tuning s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in SYSTEMS:
         row = data["systems"].get(name)
-        paper = " / ".join(f"{x:.2f}x" for x in PAPER[name])
-        loss, want = TARGETS[name]
+        paper = " / ".join(f"{x:.2f}x" for x in SYSTEMS[name].paper)
+        loss, want = SYSTEMS[name].target
         if row is None:
             lines.append(f"| {name} | missing | | | | {paper} | >= {want:.1f}x at <= {loss} % | | | | |")
             continue

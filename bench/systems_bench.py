@@ -1,9 +1,9 @@
 """The compound AI systems as rows of bench/results.json: tune, evaluate on the
 held-out questions, report speedup over exact within <= 3 / 6 / 9 % QoS loss.
 
-`run_system("rag_bm25" | "rag_dense" | "rag_bm25_llm" | "rag_dense_llm" | "agent_llm", n_tune, trials, seconds)`
-runs examples/systems/tuning.py (report under reports/bench/<system>/); "tools" and
-"tools_llm" (SmolLM2 writes the calls) run examples/systems/tools_tuning.py's `run_system`. Speedups are held-out
+`run_system(name, n_tune, trials, seconds)` tunes a system of examples/systems/registry.py
+(report under reports/bench/<system>/): those of questions with examples/systems/tuning.py,
+those of BFCL items ("tools", "tools_llm") with examples/systems/tools_tuning.py. Speedups are held-out
 (evaluation split) figures; the exact program itself meets every level, so a
 level without a front point reads 1.0. Torch runs on one thread."""
 
@@ -15,18 +15,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from examples.systems.registry import SYSTEMS, system  # noqa: E402
+
 LEVELS = (3, 6, 9)
-SYSTEMS = ("rag_bm25", "rag_dense", "tools", "rag_bm25_llm", "rag_dense_llm", "tools_llm", "agent_llm")
-LLM_SYSTEMS = ("rag_bm25_llm", "rag_dense_llm")  # SmolLM2 answers: seconds per question
-GPU_SYSTEMS = ("rag_bm25_llm", "rag_dense_llm", "tools_llm", "agent_llm")  # the systems whose LLM can run on CUDA
+GPU_SYSTEMS = tuple(n for n, s in SYSTEMS.items() if s.llm)  # the systems whose LLM can run on CUDA
 SHAPE = ("exact_seconds_per_query", "static", "dynamic", "tuning_seconds", "trials", "qos_exact", "points", "program",
          "metric", "held_out", "result", "model", "machine", "load", "most_accurate", "workers")
-# ApproxMLIR (MLSys 2026), dynamic approximation, speedup at <= 3 / 6 / 9 % QoS loss; static not reported
-PAPER = {"rag_bm25": (1.00, 1.23, 1.57), "rag_dense": (2.64, 2.64, 3.04), "tools": (1.09, 1.20, 1.20)}
-PAPER.update({"rag_bm25_llm": PAPER["rag_bm25"], "rag_dense_llm": PAPER["rag_dense"],  # the paper's systems use LLMs
-              "tools_llm": PAPER["tools"], "agent_llm": PAPER["tools"]})
-TARGETS = {"rag_bm25": (6, 2.0), "rag_dense": (3, 3.0), "tools": (6, 1.5),  # >= speedup at <= loss %
-           "rag_bm25_llm": (6, 2.0), "rag_dense_llm": (3, 3.0), "tools_llm": (6, 1.5), "agent_llm": (6, 1.5)}
 
 
 def report_dir(name: str) -> Path:
@@ -43,9 +37,9 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
             eval_repeats: int = 2) -> dict:
     from examples.systems.row_figures import front_gaps, level_points, most_accurate
     from examples.systems.row_figures import held_out_speedup as best
-    from examples.systems.tuning import load_system, qos_note, tune_system
+    from examples.systems.tuning import qos_note, tune_system
 
-    program = load_system(name)
+    program = system(name).build()
     run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or report_dir(name), seed=seed,
                       eval_repeats=eval_repeats, ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs,
                       program=program, tuning_qos=tuning_qos, fresh=fresh, progress=progress)
@@ -79,16 +73,14 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
     `fresh=False` goes on with the study in its folder (finished trials and held-out
     figures kept); `eval_repeats`: paired timing rounds of the held-out
     evaluation (default: 1 for the LLM + tools agent, 2 for the others)."""
-    if name in ("tools", "tools_llm"):
+    described = system(name)
+    if described.items:
         from examples.systems.tools_tuning import run_system as tools_run
 
-        llm = name == "tools_llm"
-        return tools_run(n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
-                         ablate_levels=ablate_levels, llm=llm, eval_ratio=(n_eval or 5 * n_tune) // n_tune,
-                         jobs=jobs, eval_repeats=eval_repeats or (1 if llm else 2), tuning_qos=tuning_qos, fresh=fresh,
+        return tools_run(name, n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
+                         ablate_levels=ablate_levels, eval_ratio=(n_eval or 5 * n_tune) // n_tune, jobs=jobs,
+                         eval_repeats=eval_repeats or (1 if described.llm else 2), tuning_qos=tuning_qos, fresh=fresh,
                          progress=progress)
-    if name not in SYSTEMS:
-        raise ValueError(f"unknown system {name!r} (systems: {', '.join(SYSTEMS)})")
     return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos, fresh,
                    progress, eval_repeats or 2)
 

@@ -19,11 +19,10 @@ import os
 import sys
 import time
 
+from examples.systems.registry import SYSTEMS
 from frontends.quiet import quiet_third_party
 
-SIZES = {  # --n-tune, --n-eval, --trials, --seconds of each system (the LLM ones: seconds per question)
-    "rag_bm25": (16, None, 18, 240), "rag_dense": (16, None, 18, 240),
-    "rag_bm25_llm": (8, 20, 10, 180), "rag_dense_llm": (8, 20, 10, 180)}
+DEMOS = [n for n, s in SYSTEMS.items() if s.demo]  # each gives its --n-tune, --n-eval, --trials, --seconds
 
 
 def compile_step(program) -> None:
@@ -56,7 +55,7 @@ def speedup_table(summary: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--system", default="rag_bm25_llm", choices=list(SIZES))
+    ap.add_argument("--system", default="rag_bm25_llm", choices=DEMOS)
     ap.add_argument("--n-tune", type=int, help="tuning questions (default: per system)")
     ap.add_argument("--n-eval", type=int, help="held-out questions (default: 5x n-tune; LLM systems: 20)")
     ap.add_argument("--trials", type=int, help="evaluations per mode (static, dynamic)")
@@ -70,7 +69,8 @@ def main(argv=None) -> int:
 
 
 def demo(args) -> int:
-    defaults = dict(zip(("n_tune", "n_eval", "trials", "seconds"), SIZES[args.system]))
+    described = SYSTEMS[args.system]
+    defaults = dict(zip(("n_tune", "n_eval", "trials", "seconds"), described.demo))
     for k, v in defaults.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -80,11 +80,11 @@ def demo(args) -> int:
 
     from autotuner import describe_machine
     from examples.systems.row_figures import levels_text, most_accurate
-    from examples.systems.tuning import ROOT, default_tuning_qos, load_system, tune_system
+    from examples.systems.tuning import ROOT, tune_system
 
     start = time.perf_counter()
     print(f"[demo] {args.system}: loading (index, models, JIT kernels) ...", flush=True)
-    program = load_system(args.system)
+    program = described.build()
     compile_step(program)
     print(f"[demo] tuning on {args.n_tune} questions, up to {args.trials} trials per mode, "
           f"{args.seconds:.0f} s of search; evaluating on {n_eval} held-out questions ...", flush=True)
@@ -103,7 +103,7 @@ def demo(args) -> int:
           "(QoS_exact - QoS_approx) / QoS_exact. Tuning rows: "
           + {"kept": "answers lost on tuning questions the exact program gets right",
              "gold": "against the gold answers, as held out",
-             "agreement": "loss against the exact program's answers"}[default_tuning_qos(args.system)]
+             "agreement": "loss against the exact program's answers"}[described.tuning_qos]
           + "; evaluation rows: against the gold answers (the paper's QoS). Exact and approximate runs are timed "
           "side by side (paired), with the 95 % interval in brackets (for a QoS loss: over the held-out "
           f"questions). Machine: {describe_machine(os.environ.get('APPROX_DEVICE', 'cpu'))}.")

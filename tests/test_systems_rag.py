@@ -343,8 +343,9 @@ def test_dynamic_seeds_switch_between_groups_of_states(bm25):
 @pytest.mark.slow  # two spawned workers build the system
 def test_kept_tuning_questions_found_on_workers_are_the_same():
     from examples.systems.common import METRIC, question_sets
-    from examples.systems.tuning import exact_right, load_system
+    from examples.systems.registry import system
+    from examples.systems.tuning import exact_right
 
-    program = load_system("rag_bm25")  # knows its spec: the workers build it from there
+    program = system("rag_bm25").build()  # knows its spec: the workers build it from there
     (qs, golds), _ = question_sets(4, 0, 0)
     assert exact_right(program, qs, golds, METRIC.fn, 3, jobs=2) == exact_right(program, qs, golds, METRIC.fn, 3)

@@ -222,7 +222,7 @@ def test_tiny_tuning_run(program, tmp_path):
 def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_path):
     from examples.systems.tools_tuning import run_system
 
-    row = run_system(3, trials=2, seconds=None, out_dir=tmp_path, eval_ratio=2, tuning_qos="kept")
+    row = run_system("tools", 3, trials=2, seconds=None, out_dir=tmp_path, eval_ratio=2, tuning_qos="kept")
     result = json.loads((tmp_path / "result.json").read_text())
     assert row["n_tune"] == 3 and row["n_eval"] == 6
     assert any(n.startswith("QoS: BFCL's AST check; tuning on 3 items the exact agent gets right") for n in
@@ -230,4 +230,4 @@ def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_
     exact = [t for t in result["all_trials"] if t["mode"] == "static" and t["qos_loss"] == 0.0]
     assert exact and all(t["qos_loss"] >= 0.0 for t in result["all_trials"])  # no lucky gains on kept items
     with pytest.raises(ApproxError, match="unknown tuning QoS 'agreement' for the tools agent"):
-        run_system(3, trials=1, seconds=None, out_dir=tmp_path, tuning_qos="agreement")
+        run_system("tools", 3, trials=1, seconds=None, out_dir=tmp_path, tuning_qos="agreement")

@@ -1,5 +1,6 @@
 """The compound AI systems, each one autotuner Program (`program.SystemProgram`)
-built from decorated Python functions and knobbed components: `rag_bm25`,
-`rag_dense` (the RAG program of `rag_program.py`; `common.py` holds what they
-share), `tools_agent` and `tools_agent_llm` (tuned by `tools_tuning`, measured side by
-side by `tools_measure`)."""
+built from decorated Python functions and knobbed components, and each one
+`registry.System` under its name (`registry.SYSTEMS`): `rag_bm25`, `rag_dense`
+(the RAG program of `rag_program.py`; `common.py` holds what they share),
+`tools_agent` and `tools_agent_llm` (tuned by `tools_tuning`, measured side by
+side by `tools_measure`), `agent_llm`."""

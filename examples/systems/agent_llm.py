@@ -139,11 +139,8 @@ def agent_program(prompted, qa_model, triage_model):
 
 
 class AgentSystem(SystemProgram):
-    """The agent as the autotuner's Program (`SystemProgram`), with what
-    `tuning.tune_system` asks of a system: its questions (`inputs_module`), and no
-    retrieval stage or decision state of its own."""
-
-    inputs_module = "examples.systems.agent_data"
+    """The agent as the autotuner's Program (`SystemProgram`), with its hints to the
+    tuner: the negligible knobs and the condense decision's states."""
 
     def __init__(self, program, model: str = MODEL, reuse=()):
         super().__init__("agent_llm", program, model, reuse)

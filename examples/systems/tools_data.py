@@ -54,6 +54,13 @@ def split(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> tuple[list[BfclIte
     return tune, evaluation
 
 
+def query_sets(n_tune: int, seed: int = 0, n_eval: int | None = None):
+    """((requests, items) to tune on, (requests, items) held out) of `split`, the
+    held-out part n_eval // n_tune (default 5) times the tuning part."""
+    tune, evaluation = split(n_tune, seed, (n_eval or 5 * n_tune) // n_tune)
+    return ([query_of(i) for i in tune], tune), ([query_of(i) for i in evaluation], evaluation)
+
+
 def spare_items(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> list[BfclItem]:
     """The pool items in neither part of `split(n_tune, seed, eval_ratio)`, seeded order:
     more tuning candidates that leave the evaluation items as they are."""

@@ -3,7 +3,7 @@ tools_agent_llm.py): `run_system` tunes one on BFCL items (static, then dynamic
 seeded with the static front) and evaluates both fronts on the held-out split,
 giving the row of bench/results.json.
 
-    python -m examples.systems.tools_tuning --n-tune 80 --trials 40 --seconds 840 [--seed S]
+    python -m examples.systems.tools_tuning --n-tune 80 --trials 40 --seconds 840 [--seed S] [--system tools_llm]
 """
 
 from __future__ import annotations
@@ -14,22 +14,22 @@ import time
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
-from examples.systems.program import SystemProgram
-from examples.systems.tools_agent import LEVELS, ToolsAgentProgram
-from examples.systems.tools_data import accuracy_by_category, ast_match, query_of, spare_items, split
+from examples.systems.tools_agent import LEVELS
+from examples.systems.tools_data import accuracy_by_category, ast_match, query_of, spare_items
 
 EVAL_REPEATS = 2  # timed passes per held-out measurement (median): timings here vary by ~20 % under load
 SAMPLER = "predictive"  # as the RAG systems (examples/systems/tuning.py)
 
 
-def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
-               ablate_levels: tuple = (), *, llm: bool = False, eval_ratio: int = 5, jobs: int = 1,
+def run_system(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
+               ablate_levels: tuple = (), *, eval_ratio: int = 5, jobs: int = 1,
                eval_repeats: int = EVAL_REPEATS, tuning_qos: str | None = None, fresh: bool = True,
                progress: bool = False) -> dict:
-    """Tune the agent (`llm`: the LLM + tools agent of tools_agent_llm.py) on `n_tune`
-    BFCL items (static, then dynamic seeded with the static front; `trials` evaluations
-    each, or what `seconds` allows, half per mode; `jobs` worker processes) and evaluate
-    both fronts on eval_ratio x n_tune held-out items: the row of bench/results.json.
+    """Tune the agent `name` ("tools", or "tools_llm": the LLM + tools agent of
+    tools_agent_llm.py) on `n_tune` BFCL items (static, then dynamic seeded with the
+    static front; `trials` evaluations each, or what `seconds` allows, half per mode;
+    `jobs` worker processes) and evaluate both fronts on eval_ratio x n_tune held-out
+    items: the row of bench/results.json.
     `tuning_qos` (default "gold": the held-out QoS, so the tuning ranking is the one
     reported): "gold", the AST check on the tuning items; "kept", the AST check on
     tuning items the exact agent gets right (the tuning items, then pool items in
@@ -38,26 +38,19 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import tune
     from examples.systems.common import one_thread
+    from examples.systems.registry import system
     from examples.systems.row_figures import front_gaps, held_out_speedup, level_points
     from examples.systems.tuning import evaluated_trials, exact_right, explain_levels, qos_note, record_how_to_verify
 
     one_thread()
     start = time.perf_counter()
-    tuning_qos = tuning_qos or "gold"  # the held-out QoS on the tuning items: the ranking that is reported
+    described = system(name)
+    tuning_qos = tuning_qos or described.tuning_qos  # "gold": the held-out QoS, the ranking that is reported
     if tuning_qos not in ("gold", "kept"):
         raise ApproxError(f"unknown tuning QoS '{tuning_qos}' for the tools agent (one of: gold, kept)",
                           where="examples.systems.tools_tuning")
-    tune_items, eval_items = split(n_tune, seed, eval_ratio)
-    module = "examples.systems.tools_agent_llm" if llm else "examples.systems.tools_agent"
-    if llm:
-        from examples.systems.tools_agent_llm import system as llm_system
-
-        program: SystemProgram = llm_system()
-    else:
-        program = ToolsAgentProgram()
-    name = "tools_llm" if llm else "tools"
-    program.spec = f"{module}:system"  # worker processes build it again from its name (`autotuner.tune`)
-    tune_in, eval_in = [query_of(i) for i in tune_items], [query_of(i) for i in eval_items]
+    (tune_in, tune_items), (eval_in, eval_items) = described.splits(n_tune, seed, eval_ratio * n_tune)
+    program = described.build()
     tried = None
     out = Path(out_dir or os.environ.get("APPROX_TOOLS_OUT") or tempfile.mkdtemp(prefix="tools_agent_"))
     out.mkdir(parents=True, exist_ok=True)
@@ -81,8 +74,8 @@ def run_system(n_tune: int, trials: int, seconds: float | None, seed: int = 0, o
         f"QoS: BFCL's AST check; tuning on {len(tune_items)} items the exact agent gets right (found among {tried} "
         "tried: a loss is a call lost, never offset by one gained)" if tried else
         "QoS: BFCL's AST check, on the tuning items and on the held-out items")
-    record_how_to_verify(result, f"{module}:program", "examples.systems.tools_data:ast_match",
-                         {"inputs": "examples.systems.tools_agent:held_out",
+    record_how_to_verify(result, described.program, described.metric,
+                         {"inputs": described.held_out,
                           "kwargs": {"n_tune": n_tune, "seed": seed, "eval_ratio": eval_ratio}})
     if ablate_levels:
         explain_levels(result, program, eval_in[:n_tune], eval_items[:n_tune], ast_match, ablate_levels)
@@ -111,10 +104,13 @@ if __name__ == "__main__":
     import argparse
     import json
 
+    from examples.systems.registry import SYSTEMS
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-tune", type=int, default=80)
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--seconds", type=float, default=840)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--system", default="tools", choices=[n for n, s in SYSTEMS.items() if s.items])
     args = ap.parse_args()
-    print(json.dumps(run_system(args.n_tune, args.trials, args.seconds, args.seed), indent=2))
+    print(json.dumps(run_system(args.system, args.n_tune, args.trials, args.seconds, args.seed), indent=2))

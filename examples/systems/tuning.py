@@ -1,8 +1,8 @@
 """Tune a compound system end to end with the tuner's own strategy
 (`autotuner.strategy`: where the time goes, a screen, static search, dynamic search
 from the static front, one merged front), then the held-out evaluation and the report.
-A system declares its program, its inputs by split and its metric; what is here is
-the choice of tuning questions and how the results are recorded.
+A system declares its program, its inputs by split and its metric (`registry.System`);
+what is here is the choice of tuning questions and how the results are recorded.
 
 - QoS while tuning (`TUNING_QOS`): for the LLM systems the held-out QoS itself (gold
   answer containment) on a random sample of tuning questions ("gold"), so that a gain
@@ -14,7 +14,6 @@ the choice of tuning questions and how the results are recorded.
 
 from __future__ import annotations
 
-import importlib
 import json
 import shutil
 import time
@@ -24,10 +23,6 @@ from pathlib import Path
 from autotuner import TuningResult
 
 ROOT = Path(__file__).resolve().parents[2]
-SYSTEMS = {"rag_bm25": "examples.systems.rag_bm25:system", "rag_dense": "examples.systems.rag_dense:system",
-           "rag_bm25_llm": "examples.systems.rag_bm25:llm_system",
-           "rag_dense_llm": "examples.systems.rag_dense:llm_system",
-           "agent_llm": "examples.systems.agent_llm:system"}  # name -> the function that builds it
 BUDGET = 0.2  # tuning: share of answers that may differ from the exact program's
 SAMPLER = "predictive"  # the default: additive models of loss and time, in both modes (thresholds on a grid)
 REPORTED_LEVELS = (1, 3, 6, 9)  # percent QoS loss: the levels a row and the report give
@@ -53,17 +48,6 @@ class SystemRun:
     report: Path | None = None
     trials_per_mode: dict = field(default_factory=dict)
     fixed: dict = field(default_factory=dict)  # knobs fixed at exact -> time share of their stage
-
-
-def load_system(name: str):
-    if name not in SYSTEMS:
-        from approx_dialect.diagnostics import ApproxError
-
-        raise ApproxError(f"unknown system '{name}' (systems: {', '.join(SYSTEMS)})", where="examples.systems")
-    module, function = SYSTEMS[name].split(":")
-    program = getattr(importlib.import_module(module), function)()
-    program.spec = SYSTEMS[name]  # worker processes build it again from its name (`autotuner.tune`)
-    return program
 
 
 def evaluated_trials(storage: str, study_name: str) -> int:
@@ -108,13 +92,6 @@ TUNING_QOS = {  # the search's QoS -> what the result's notes say of it
             "the gold answers: a loss is an answer lost, never offset by one gained; the held-out "
             "evaluation with the gold answers on all its questions (answer containment, the paper's QoS)"}
 KEPT_CANDIDATES = 4  # "kept" tuning: at most this many x n_tune tuning questions are tried
-
-
-def default_tuning_qos(name: str) -> str:
-    """The search's QoS when none is asked for: "gold" for the LLM systems (the QoS the
-    held-out evaluation reports, on a random sample of tuning questions: a gain counts as
-    it does held out, so the tuning ranking is the one reported), "agreement" else."""
-    return "gold" if name.endswith("_llm") else "agreement"
 
 
 def qos_note(result) -> str | None:
@@ -200,24 +177,26 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     many workers, `autotuner.sharded`); `evaluate=False` skips the held-out evaluation
     (paired timing, `eval_repeats` rounds at most). `ablate_levels` (percent QoS-loss
     levels): ablate the chosen point of each on the first `n_tune` held-out questions.
-    `tuning_qos` (TUNING_QOS; default: "gold" for the LLM systems, "agreement" for the
-    others): agreement with the exact answers suits the extractive readers, whose spans
-    are stable; a generated answer changes its wording under almost any approximation,
-    so the LLM systems tune against the gold answers ("kept": only on questions the
-    exact program gets right)."""
+    `tuning_qos` (TUNING_QOS; default: the system's, "gold" for the LLM systems,
+    "agreement" for the others): agreement with the exact answers suits the extractive
+    readers, whose spans are stable; a generated answer changes its wording under
+    almost any approximation, so the LLM systems tune against the gold answers
+    ("kept": only on questions the exact program gets right)."""
     import sys
 
     from autotuner import tune
     from examples.systems.common import METRIC, NARROW
+    from examples.systems.registry import system
 
     start = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else ROOT / "reports" / name
     if fresh and out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    program = program if program is not None else load_system(name)
-    question_sets = importlib.import_module(program.inputs_module).question_sets
-    tuning_qos = tuning_qos or default_tuning_qos(name)
+    described = system(name)
+    program = program if program is not None else described.build()
+    question_sets = described.splits
+    tuning_qos = tuning_qos or described.tuning_qos
     if tuning_qos not in TUNING_QOS:
         from approx_dialect.diagnostics import ApproxError
 
@@ -250,8 +229,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
         TUNING_QOS[tuning_qos] + (f" ({len(tune_q)} tuning questions, found among {tried} tried)" if tried else ""),
         "fixed at exact (their stage takes under 2 % of the exact program's time): "
         + (", ".join(f"{k} ({100 * v:.2f} %)" for k, v in negligible.items()) or "none")]
-    record_how_to_verify(result, SYSTEMS.get(name, ""), "examples.systems.common:METRIC",
-                         {"inputs": f"{program.inputs_module}:held_out_questions",
+    record_how_to_verify(result, described.program, described.metric,
+                         {"inputs": described.held_out,
                           "kwargs": {"n_tune": n_tune, "seed": seed, "n_eval": n_eval}})
     if ablate_levels and evaluate:
         explain_levels(result, program, eval_q[:n_tune], eval_a[:n_tune], METRIC, ablate_levels)

@@ -1,0 +1,73 @@
+"""Every example system is one `System` of examples/systems/registry.py: its specs
+resolve, it has inputs for each split (disjoint, the held-out one what `approx-tune
+verify` re-reads), a metric that scores them, and the bench and the demo name no
+system of their own. Building each program (models, indexes) is the per-system
+tests' job (tests/test_systems_*.py: knob 0 exact, a tiny tuning run); the slow test
+here builds one through the registry."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from approx_dialect.diagnostics import ApproxError
+from examples.systems.registry import SYSTEMS, system
+
+N_TUNE, N_EVAL = 2, 4
+
+
+def resolve(spec: str):
+    module, name = spec.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_one_name_each_and_an_unknown_name_says_the_known_ones():
+    assert all(name == s.name for name, s in SYSTEMS.items())
+    assert system("tools") is SYSTEMS["tools"]
+    with pytest.raises(ApproxError, match="unknown system 'nope' \\(systems: rag_bm25, rag_dense, tools, "):
+        system("nope")
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_specs_resolve_and_facts_are_complete(name):
+    s = SYSTEMS[name]
+    for spec in (s.program, s.inputs, s.held_out, s.metric):
+        assert callable(resolve(spec)) or hasattr(resolve(spec), "fn"), spec
+    assert len(s.paper) == 3 and len(s.target) == 2
+    assert s.tuning_qos in ("gold", "kept") if s.items else s.tuning_qos in ("agreement", "gold", "kept")
+    assert s.demo is None or len(s.demo) == 4
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_inputs_for_each_split(name):
+    s = SYSTEMS[name]
+    (tune_in, tune_ref), (eval_in, eval_ref) = s.splits(N_TUNE, 0, N_EVAL)
+    assert len(tune_in) == len(tune_ref) == N_TUNE and len(eval_in) == len(eval_ref) == N_EVAL
+    assert not {repr(x) for x in tune_in} & {repr(x) for x in eval_in}  # disjoint
+    assert s.splits(N_TUNE, 0, N_EVAL)[0][0] == tune_in  # seeded
+    kwargs = {"n_tune": N_TUNE, "seed": 0, **({"eval_ratio": N_EVAL // N_TUNE} if s.items else {"n_eval": N_EVAL})}
+    assert resolve(s.held_out)(**kwargs) == (eval_in, eval_ref)  # what verify re-measures on
+    metric = s.qos()
+    score = getattr(metric, "fn", metric)
+    assert all(0.0 <= score(out, ref) <= 1.0 for out, ref in zip(["", ""], eval_ref[:2]))
+
+
+def test_the_bench_and_the_demo_read_the_registry():
+    from bench.systems_bench import GPU_SYSTEMS
+    from examples.demo import DEMOS
+
+    assert set(GPU_SYSTEMS) == {n for n, s in SYSTEMS.items() if s.llm}
+    assert DEMOS and set(DEMOS) <= set(SYSTEMS)
+
+
+@pytest.mark.slow
+def test_built_program_knows_its_spec_and_exact_is_knob_zero():
+    """One system (building is the same call for each: `System.build`); the one
+    test_systems_rag.py builds too (cached)."""
+    from approx_opt.program import exact_config
+    from examples.systems.program import is_exact
+
+    program = SYSTEMS["rag_bm25"].build()
+    assert program.spec == SYSTEMS["rag_bm25"].program
+    assert program.knobs() and is_exact(exact_config(program))
