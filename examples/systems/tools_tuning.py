@@ -36,7 +36,7 @@ def run_system(name: str, n_tune: int, trials: int, seconds: float | None, seed:
     neither split; a loss is a call lost, never offset by one gained by luck: on 16
     items, cue words alone beat SmolLM2 and a -100 % tuning loss hid a 73 % held-out one).
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
-    from autotuner import tune
+    from autotuner import Cost, HeldOut, Search, Storage, tune
     from examples.systems.common import one_thread
     from examples.systems.registry import system
     from examples.systems.row_figures import front_gaps, held_out_speedup, level_points
@@ -64,11 +64,13 @@ def run_system(name: str, n_tune: int, trials: int, seconds: float | None, seed:
             raise ApproxError(f"the exact agent gets none of {tried} tuning items right: nothing to tune against",
                               where="examples.systems.tools_tuning")
     storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(LEVELS) / 100
-    result = tune(program, tune_in, tune_items, metric=ast_match, budget=budget, sampler=SAMPLER, seed=seed,
-                  storage=storage, out_dir=out, eval_inputs=eval_in, eval_references=eval_items, repeats=eval_repeats,
-                  clock="cpu", progress=progress, mode="both", n_trials=trials, study_name=name, jobs=jobs,
-                  timeout=None if seconds is None else max(seconds / 2, 1e-6),
-                  eval_levels=[lv / 100 for lv in (1, *LEVELS)])  # held out: only the points the levels report
+    search = Search(n_trials=trials, mode="both", sampler=SAMPLER, seed=seed, jobs=jobs,
+                    timeout=None if seconds is None else max(seconds / 2, 1e-6))
+    held_out = HeldOut(inputs=eval_in, references=eval_items,
+                       levels=[lv / 100 for lv in (1, *LEVELS)])  # held out: only the points the levels report
+    result = tune(program, tune_in, tune_items, metric=ast_match, budget=budget, search=search,
+                  cost=Cost(clock="cpu", repeats=eval_repeats), held_out=held_out,
+                  storage=Storage(url=storage, study_name=name, out_dir=out), progress=progress)
     done = {m: evaluated_trials(storage, f"{name}/{m}") for m in ("static", "dynamic")}
     result.notes.append(
         f"QoS: BFCL's AST check; tuning on {len(tune_items)} items the exact agent gets right (found among {tried} "

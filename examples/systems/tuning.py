@@ -184,7 +184,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     ("kept": only on questions the exact program gets right)."""
     import sys
 
-    from autotuner import tune
+    from autotuner import Cost, HeldOut, Search, Storage, tune
     from examples.systems.common import METRIC, NARROW
     from examples.systems.registry import system
 
@@ -216,12 +216,14 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                               "tune against (try --llm-tuning-qos agreement)", where="examples.systems")
     tune_ref = None if tuning_qos == "agreement" else tune_a
     narrow = {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
-    result = tune(program, tune_q, tune_ref, metric=METRIC, budget=budget, sampler=sampler, seed=seed,
-                  out_dir=out, eval_inputs=eval_q, eval_references=eval_a, repeats=eval_repeats, clock=clock(),
-                  narrow=narrow, progress=progress, mode="both", n_trials=trials, evaluate=evaluate,
-                  study_name=name, jobs=jobs if getattr(program, "spec", None) else 1,
-                  timeout=None if seconds is None else max(seconds / 2, 1e-6),
-                  eval_levels=[lv / 100 for lv in REPORTED_LEVELS])  # held out: only the points the levels report
+    search = Search(n_trials=trials, mode="both", sampler=sampler, seed=seed, narrow=narrow,
+                    timeout=None if seconds is None else max(seconds / 2, 1e-6),
+                    jobs=jobs if getattr(program, "spec", None) else 1)
+    held_out = HeldOut(inputs=eval_q, references=eval_a, evaluate=evaluate,
+                       levels=[lv / 100 for lv in REPORTED_LEVELS])  # held out: only the points the levels report
+    result = tune(program, tune_q, tune_ref, metric=METRIC, budget=budget, search=search,
+                  cost=Cost(clock=clock(), repeats=eval_repeats), held_out=held_out,
+                  storage=Storage(study_name=name, out_dir=out), progress=progress)
     scores = result.exact_scores_eval  # the held-out evaluation's exact run (in this process or its workers)
     qos_exact = sum(scores) / len(scores) if evaluate and scores else None
     negligible = result.search.get("fixed", {})
