@@ -18,7 +18,7 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.main import list_knobs
-from examples.systems.tools_agent import ToolsAgentProgram, string_load
+from examples.systems.tools_agent import string_load, system
 from examples.systems.tools_components import ItemTools
 from examples.systems.tools_data import DEV_FRACTION, ast_match, dev_items, pool_items, query_of, spare_items, split
 from examples.systems.tools_fill import fill_scored
@@ -49,7 +49,7 @@ def item(item_id: str):
 
 @pytest.fixture(scope="module")
 def program():
-    return ToolsAgentProgram()
+    return system()
 
 
 def test_exact_calls_on_fixed_items(program):
@@ -205,12 +205,13 @@ def test_query_analysis_numbers_and_spans():
 
 
 def test_tiny_tuning_run(program, tmp_path):
-    from autotuner import TuningResult, tune
+    from autotuner import Cost, HeldOut, Search, Storage, TuningResult, tune
 
     tune_items, eval_items = split(3, seed=0)
     result = tune(program, [query_of(i) for i in tune_items], tune_items, metric=ast_match, budget=0.09,
-                  n_trials=2, mode="both", seed=0, out_dir=tmp_path, repeats=1, clock="cpu",
-                  eval_inputs=[query_of(i) for i in eval_items], eval_references=eval_items)
+                  search=Search(n_trials=2), cost=Cost(clock="cpu", repeats=1),
+                  held_out=HeldOut(inputs=[query_of(i) for i in eval_items], references=eval_items),
+                  storage=Storage(out_dir=tmp_path))
     assert isinstance(result, TuningResult)
     assert result.trials >= 2 and result.front
     assert {p.mode for p in result.front} <= {"static", "dynamic"}
