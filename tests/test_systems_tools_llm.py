@@ -11,7 +11,7 @@ import json
 import pytest
 
 from approx_opt.main import list_knobs
-from examples.systems.tools_agent_llm import ToolsLlmProgram, load_writer
+from examples.systems.tools_agent_llm import load_writer, system
 from examples.systems.tools_components import ItemTools, routers
 from examples.systems.tools_data import pool_items, query_of
 from examples.systems.tools_llm import calls_of, schema_text, target_calls, tools_prompt
@@ -34,7 +34,7 @@ def writer():
 
 @pytest.fixture(scope="module")
 def program(writer):
-    return ToolsLlmProgram(writer)
+    return system(writer)
 
 
 def test_adapters_load_with_their_exits(writer):

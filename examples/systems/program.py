@@ -4,9 +4,9 @@ search of a costly program needs besides `knobs()` and `build(config)`: the exac
 configuration, the IR, where the time goes (`profile`), and the untimed passes'
 reuse of answer-model results, kept on disk beside the study (`keep_outputs`).
 
-`SystemProgram` is that Program; the RAG systems (`rag_program.RagSystem`), the agent
-(`agent_llm.AgentSystem`) and the tools agents (`tools_agent.ToolsAgentProgram`,
-`tools_agent_llm.ToolsLlmProgram`) extend it with their hints to the tuner."""
+`SystemProgram` is that Program (the tools agents'); the RAG systems
+(`rag_program.RagSystem`) and the agent (`agent_llm.AgentSystem`) extend it with their
+hints to the tuner."""
 
 from __future__ import annotations
 
@@ -31,12 +31,8 @@ class SystemProgram:
     autotuner's Program under `name`. `model` says what answers (results.json:
     `model`); `reuse`: the answer models whose results the untimed passes reuse (and
     the tuner keeps on disk). Its inputs, metric and name in the bench are its
-    `registry.System`'s. A subclass may give the tuner hints (`autotuner.strategy`):
-    `negligible_knobs(inputs)` (knobs too cheap to tune) and `states(inputs)` (the
-    decision's state of each input)."""
-
-    negligible_knobs = None  # no hints unless a system gives them
-    states = None
+    `registry.System`'s. A subclass may add the tuner's optional hints
+    (`approx_opt.program.OPTIONAL`: `negligible_knobs`, `states`)."""
 
     def __init__(self, name: str, program, model: str = "", reuse: Sequence = ()):
         self.name, self.program, self.model = name, program, model

@@ -30,7 +30,7 @@ Knobs (all exact at 0): `tools.router` (func_substitute: keyword IDF instead of
 MiniLM), `answer.model` (cascade fast -> pro on the reader's confidence),
 `answer.precision` (bfloat16), `answer.passages` (1: the reader is asked about
 string parameters only), `answer.skip` (task_skipping: no reader, cue words alone),
-and `tools_agent` (the decision above). `ToolsAgentProgram` is the autotuner's
+and `tools_agent` (the decision above). `system()` is the autotuner's
 Program; `examples.systems.tools_tuning.run_system` tunes it (static, dynamic) and
 evaluates the fronts on the held-out split."""
 
@@ -118,30 +118,20 @@ def indexed(agent, embedding):
     return agent
 
 
-class ToolsAgentProgram(SystemProgram):
-    """The decorated agent as the autotuner's Program (`program.SystemProgram`: its
-    time budget stops a search between trials); `decision` names the knob of the
-    decision per input."""
-
-    decision = "tools_agent"
-
-    def __init__(self, readers=None, encoder=None):
-        super().__init__("examples.systems.tools_agent:tools_agent", indexed(*agent_program(readers, encoder)))
-
-
 def held_out(n_tune: int, seed: int = 0, eval_ratio: int = 5) -> tuple[list[ToolQuery], list]:
     """(requests, items) of the held-out split: what `approx-tune verify` re-measures on."""
     items = split(n_tune, seed, eval_ratio)[1]
     return [query_of(i) for i in items], items
 
 
-@functools.lru_cache(maxsize=1)
-def system() -> ToolsAgentProgram:
-    """The Program, built once (readers, MiniLM, the function index)."""
+@functools.lru_cache(maxsize=4)
+def system(readers=None, encoder=None) -> SystemProgram:
+    """The agent as the autotuner's Program, built once (`readers`: (fast, pro), default
+    the trained ones; `encoder`: the router's, default MiniLM; the function index)."""
     from examples.systems.common import one_thread
 
     one_thread()
-    return ToolsAgentProgram()
+    return SystemProgram("examples.systems.tools_agent:tools_agent", indexed(*agent_program(readers, encoder)))
 
 
 def pool_inputs() -> tuple[list[ToolQuery], list]:

