@@ -37,9 +37,12 @@ $(IREE): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[iree]'
 	touch $(IREE)
 
-# the optional CPU inference engines (onnxruntime-genai, openvino; about 300 MB) for their tests
+# the optional CPU inference engines (onnxruntime-genai, openvino; about 300 MB): SmolLM2's exact path on the CPU
+# and its int8 / bf16 values; its engine builds (fp32, int8; ~10 s each, 520 + 260 MB under .cache/approx/engines)
+# are made here once, so that no test waits for them (a missing one is built on first use)
 $(ENGINE): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[engine]'
+	$(PY) -c "from examples.systems.common import smollm; smollm().with_precision('int8')"
 	touch $(ENGINE)
 
 test: install system-deps $(IREE) $(ENGINE)

@@ -2,8 +2,8 @@
 its ONNX where installed), on a tiny Llama-shaped model with LoRA adapters and a
 byte-level tokenizer built here (nothing is downloaded): the merged weights compute what
 the adapters do, the f32 engines give eager torch's greedy tokens and log-probabilities,
-the int8 build is another, smaller build, and every variant other than the exact one (and
-the switch left unset) is torch."""
+the int8 build is another, smaller build, the precision values int8 and bfloat16 decode through
+the builds that run them, and every other variant (and the switch set to torch) is torch."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components.kept import provider_identity
 from frontends.components.llm import engine
 
 pytestmark = pytest.mark.skipif(not engine.available(), reason="onnxruntime-genai not installed (.[engine])")
@@ -66,8 +67,7 @@ def built(tiny, tmp_path_factory):
     the OpenVINO variants where openvino is installed)."""
     root = tmp_path_factory.mktemp("engines")
     names = [n for n, (kind, _, hint) in engine.ENGINES.items() if kind == "ort" or (hint and engine.available("ov"))]
-    return {name: engine.engine_model_class().through(tiny, name, folder=root / engine.ENGINE_PRECISIONS[name])
-            for name in names}
+    return {name: engine.engine_model_class().through(tiny, name, builds=root) for name in names}
 
 
 QUESTIONS = [("who?", ["alpha beta gamma", "delta"]), ("where is it", ["epsilon zeta"]), ("x", [])]
@@ -104,17 +104,49 @@ def test_int8_is_another_build_and_variants_are_torch(tiny, built):
     for name, model in built.items():  # every variant decodes (the int8 ones on other weights)
         assert len(model.generate(question, contexts, 8)[0]) >= 1, name
     for model in (fp32, int8):
-        bf16 = model.variant("bfloat16")
-        assert bf16.decoder is None and not bf16._engine_runs({})
-        assert bf16.generate(question, contexts, 4)[0] == tiny.variant("bfloat16").generate(question, contexts, 4)[0]
+        f16 = model.variant("float16")  # no engine runs it: torch's
+        assert f16.decoder is None and not f16._engine_runs({})
+        assert f16.generate(question, contexts, 4)[0] == tiny.variant("float16").generate(question, contexts, 4)[0]
     assert not fp32._engine_runs({"repetition_penalty": 1.2})  # generation options: the torch path
+
+
+def test_precision_values_run_their_engine_builds(tiny, built):
+    """int8 and bfloat16 decode through the engine builds that run them; with an early exit's
+    layers or a per-token exit the same precision is torch's, on torch weights of that precision."""
+    from frontends.components.llm.engine_model import precision_engines
+    from frontends.components.llm.int8 import Int8Linear
+
+    exact = built["ort-fp32"]
+    question, contexts = QUESTIONS[0]
+    assert exact.engines == precision_engines() and "int8" in exact.engines
+    for precision, name in exact.engines.items():
+        value = exact.with_precision(precision)
+        assert value.decoder is not None and value.decoder is not exact.decoder and value._engine_runs({})
+        assert value.build.name == engine.ENGINE_PRECISIONS[name] and exact.build.name == "fp32"
+        assert len(value.generate(question, contexts, 4)[0]) >= 1
+    q8 = exact.with_precision("int8")
+    assert "model" not in q8.__dict__ or q8.__dict__["model"] is None  # torch's int8 weights: built on first need
+    cut = exact.variant("int8", 1)
+    assert cut.decoder is None and any(isinstance(m, Int8Linear) for m in cut.model.modules())
+    assert any(isinstance(m, Int8Linear) for m in q8.model.modules())  # shared with the torch variants
+    exit_ = q8.with_token_exit(90)
+    assert not exit_._engine_runs({}) and exit_.model is q8.model
+    # kept outputs: the engine model's are never read for torch's, nor one engine's for another's
+    names = {provider_identity(m) for m in (tiny, *built.values())}
+    assert len(names) == 1 + len(built)
 
 
 def test_switch(tiny, monkeypatch):
     monkeypatch.delenv(engine.ENV, raising=False)
     assert engine.through_engine(tiny) is tiny  # unset: eager torch
+    assert engine.default_engine("cpu") == engine.EXACT and engine.default_engine("cuda") is None
     monkeypatch.setenv(engine.ENV, "ort-fp16")
-    with pytest.raises(ApproxError, match="expected one of"):
+    with pytest.raises(ApproxError, match="expected torch or one of") as err:
         engine.through_engine(tiny)
+    assert "\n" not in str(err.value)
     monkeypatch.setenv(engine.ENV, "ort-fp32")
     assert engine.engine_from_env() == "ort-fp32"
+    monkeypatch.setenv(engine.ENV, "torch")
+    assert engine.default_engine("cpu") is None and engine.through_engine(tiny) is tiny
+    monkeypatch.setenv(engine.ENV, "ov-bf16")
+    assert engine.default_engine("cpu") == "ov-bf16"

@@ -109,7 +109,8 @@ def llm_precisions(llm) -> list[str]:
 
     say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
     # a worker process builds the system again: the process that started it has said why already
-    return paying_values(f"{llm.name}.precision", run_at, LLM_PRECISIONS, device=device(),
+    name = getattr(llm, "probe_name", llm.name)  # an engine-backed model's figures are its own
+    return paying_values(f"{name}.precision", run_at, LLM_PRECISIONS, device=device(),
                          log=None if multiprocessing.parent_process() else say)
 
 

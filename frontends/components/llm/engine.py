@@ -12,11 +12,11 @@ Decoding is ours, token by token, with the same prompt ids (the caller's tokeniz
 greedy, the same stop rule and the same new-token budget as `SmolLM2.generate`; the
 session runs on `threads` threads (1: the runs' rule).
 
-`EngineSmolLM2` is the answer model whose exact configuration (float32, every layer,
-no per-token exit, on the CPU) decodes through the engine; every other variant is the
-torch one. `through_engine(lm)` makes it from `APPROX_LLM_ENGINE` (`engine_from_env`;
-unset: `lm` itself, eager torch); the systems' loader (`examples/systems/common.smollm`)
-does not call it yet.
+`EngineSmolLM2` (`engine_model.py`) is the answer model whose exact configuration decodes
+through an engine (and its int8 / bfloat16 values through the engine builds that run them);
+`default_engine` chooses the exact engine: APPROX_LLM_ENGINE (`torch`: eager torch), else
+`ort-fp32` on the CPU where this extra imports. The systems' loader
+(`examples/systems/common.smollm`) goes through it.
 
 OpenVINO (`ov-*` in ENGINES) reads that ONNX build, made stateful, compiled when loaded
 (`OvGreedy`), at f32 compute or at its own default precision for this CPU.
@@ -25,7 +25,9 @@ Needs the `engine` extra (`pip install -e .[engine]`: onnxruntime-genai, onnx-ir
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import fcntl
 import hashlib
 import json
 import os
@@ -43,14 +45,16 @@ from torch import nn
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.folders import cache_dir
 
-ENV = "APPROX_LLM_ENGINE"  # an ENGINES name: the exact path of SmolLM2 through that engine build
+ENV = "APPROX_LLM_ENGINE"  # an ENGINES name (the exact path of SmolLM2 through that engine build), or TORCH
+TORCH = "torch"  # APPROX_LLM_ENGINE's value for eager torch
+EXACT = "ort-fp32"  # the default exact engine: its greedy answers equal eager torch float32's (60/60 measured)
 # name -> (engine, weights, compute hint): "ort" builds with onnxruntime-genai's model builder (int8:
 # MatMulNBits, blocks of 32, accuracy level 4 = int8 activations: its CPU defaults); "ov" reads that ONNX
-# into OpenVINO (its ONNX frontend knows the builder's com.microsoft ops); hint "f32": OpenVINO's
-# INFERENCE_PRECISION_HINT f32, None: its default on this CPU (bf16 compute where the CPU has bf16
+# into OpenVINO (its ONNX frontend knows the builder's com.microsoft ops); hint "f32" / "bf16": OpenVINO's
+# INFERENCE_PRECISION_HINT, None: its default on this CPU (bf16 compute where the CPU has bf16
 # instructions, dynamic int8 activations, u8 KV cache)
 ENGINES = {"ort-fp32": ("ort", "fp32", None), "ort-int8": ("ort", "int8", None),
-           "ov-f32": ("ov", "fp32", "f32"), "ov-int8": ("ov", "int8", "f32"),
+           "ov-f32": ("ov", "fp32", "f32"), "ov-int8": ("ov", "int8", "f32"), "ov-bf16": ("ov", "fp32", "bf16"),
            "ov-f32-auto": ("ov", "fp32", None), "ov-int8-auto": ("ov", "int8", None)}
 ENGINE_PRECISIONS = {name: weights for name, (_, weights, _) in ENGINES.items()}
 INFO = "build_info.json"
@@ -70,12 +74,12 @@ def available(engine: str = "ort") -> bool:
 
 
 def engine_from_env() -> str | None:
-    """The engine variant APPROX_LLM_ENGINE names (None: unset or empty, eager torch)."""
+    """The engine variant APPROX_LLM_ENGINE names (None: unset, empty or `torch`)."""
     name = os.environ.get(ENV, "").strip()
-    if not name:
+    if not name or name == TORCH:
         return None
     if name not in ENGINES:
-        raise ApproxError(f"{ENV}={name!r}: expected one of {', '.join(ENGINES)}", where=ENV)
+        raise ApproxError(f"{ENV}={name!r}: expected {TORCH} or one of {', '.join(ENGINES)}", where=ENV)
     return name
 
 
@@ -131,9 +135,25 @@ def build_ort(model, tokenizer, precision: str, out: Path | None = None, threads
     model = merged(model)
     key = f"ort-{precision}-{fingerprint(model)}-{builder_version()}"
     out = Path(out) if out is not None else cache_dir() / "engines" / key
-    if (out / INFO).is_file() and (out / "genai_config.json").is_file():
-        return out
     out.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(out):  # one process builds, the others wait and read its build
+        if not ((out / INFO).is_file() and (out / "genai_config.json").is_file()):
+            _build_ort(model, tokenizer, precision, out, threads)
+    return out
+
+
+@contextlib.contextmanager
+def build_lock(out: Path):
+    """An exclusive lock beside the build folder `out` (given back when its holder dies)."""
+    with open(out.parent / f"{out.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build_ort(model, tokenizer, precision: str, out: Path, threads: int) -> None:
     start = time.perf_counter()
     work = Path(tempfile.mkdtemp(dir=out.parent, prefix=out.name + ".tmp."))
     try:
@@ -157,16 +177,20 @@ def build_ort(model, tokenizer, precision: str, out: Path | None = None, threads
         os.replace(built, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return out
 
 
 def set_threads(folder: Path, threads: int) -> None:
-    """The session of the build at `folder` runs on `threads` intra-op threads (one inter-op)."""
+    """The session of the build at `folder` runs on `threads` intra-op threads (one inter-op);
+    rewritten only when that changes, by a rename (a process loading it never reads half a file)."""
     path = Path(folder) / "genai_config.json"
     config = json.loads(path.read_text())
     options = config["model"]["decoder"].setdefault("session_options", {})
+    if (options.get("intra_op_num_threads"), options.get("inter_op_num_threads")) == (int(threads), 1):
+        return
     options["intra_op_num_threads"], options["inter_op_num_threads"] = int(threads), 1
-    path.write_text(json.dumps(config, indent=4))
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(config, indent=4))
+    os.replace(tmp, path)
 
 
 def openvino_graph(onnx: Path):
@@ -296,53 +320,19 @@ class OvGreedy:
 # ---------------------------------------------------------------- the answer model
 
 def engine_model_class():
-    """`EngineSmolLM2`, defined on first use (imports the torch answer model)."""
-    from frontends.components.llm.smollm import SmolLM2, chat_turn
-
-    class EngineSmolLM2(SmolLM2):
-        """SmolLM2 whose exact configuration (float32, every layer, no per-token exit,
-        CPU, no extra generation options) decodes through an engine build; every other
-        variant, and any call with generation options, is the torch one."""
-
-        engine: str | None = None  # an ENGINES name
-        build: Path | None = None  # the engine build's folder
-        decoder = None  # OrtGreedy / OvGreedy: the exact configuration's decoding
-
-        @classmethod
-        def through(cls, lm: SmolLM2, engine: str, threads: int = 1, folder: Path | None = None):
-            if engine not in ENGINES:
-                raise ApproxError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})", where=lm.name)
-            other = cls.__new__(cls)
-            other.__dict__.update({k: v for k, v in lm.__dict__.items() if not k.startswith("_variant")})
-            other.engine = engine
-            other.build = build(lm.model, lm.tokenizer, engine, folder, threads)
-            other.decoder = decoder(engine, other.build, threads)
-            return other
-
-        def _engine_runs(self, options) -> bool:
-            return (self.decoder is not None and self.precision == "float32" and self.layers is None
-                    and self.token_exit is None and self.model.device.type == "cpu" and not options)
-
-        def build_variant(self, precision, layers):
-            other = super().build_variant(precision, layers)
-            other.decoder = None  # a torch variant
-            return other
-
-        @torch.inference_mode()
-        def generate_turn(self, content: str, max_new_tokens: int | None = None, stop_at_line_end: bool = True,
-                          **options):
-            if not self._engine_runs(options):
-                return super().generate_turn(content, max_new_tokens, stop_at_line_end, **options)
-            n = max_new_tokens or self.max_new_tokens
-            ids = self.tokenizer(chat_turn(self.tokenizer, content))["input_ids"]
-            window = min(self.model.config.max_position_embeddings, self.decoder.window)
-            if len(ids) + n > window:
-                raise ApproxError(f"prompt of {len(ids)} tokens + {n} new tokens exceeds the context window "
-                                  f"of {window}", where=self.name)
-            tokens, logps = self.decoder(ids, n, self.stop_rule(stop_at_line_end))
-            return tokens, logps, len(ids)
+    """`EngineSmolLM2` (`engine_model.py`), imported on first use (it imports the torch answer model)."""
+    from frontends.components.llm.engine_model import EngineSmolLM2
 
     return EngineSmolLM2
+
+
+def default_engine(device: str = "cpu") -> str | None:
+    """The exact path's engine for a run on `device`: APPROX_LLM_ENGINE where set (`torch`:
+    eager torch), else EXACT on the CPU where the engine extra imports, else None (torch)."""
+    name = engine_from_env()
+    if name is not None or os.environ.get(ENV, "").strip() == TORCH:
+        return name
+    return EXACT if device == "cpu" and available() else None
 
 
 def through_engine(lm, engine: str | None = None, threads: int = 1):

@@ -1,0 +1,134 @@
+"""SmolLM2 whose exact configuration, and the precision values an engine runs well,
+decode through an inference engine build (`engine.py`); everything else is torch.
+
+The exact configuration (float32, every layer, no per-token exit, no extra generation
+options) runs the exact engine (`ort-fp32`: its greedy answers equal eager torch's).
+Precision values map to engine builds of the same weights (`PRECISION_ENGINES`): int8 ->
+onnxruntime-genai's int8-weight build, bfloat16 -> OpenVINO at bf16 compute where the CPU
+has bf16 instructions (elsewhere torch's bfloat16, which the knob probe then judges). A
+variant that an engine cannot run (an early exit's layers, a per-token exit, generation
+options) is the torch variant of the same precision, built on first need."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import torch
+
+from approx_dialect.diagnostics import ApproxError
+from frontends.components.llm import engine as eng
+from frontends.components.llm.smollm import SmolLM2, chat_turn
+
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the CPU instructions OpenVINO's bf16 compute needs to pay
+
+
+def precision_engines() -> dict[str, str]:
+    """{precision value: the engine variant that runs it} with the engines installed here.
+    int8: the int8-weight build through OpenVINO at f32 compute (weight-only, as the precision
+    table says; on the probe's RAG prompts 1.46x over the exact engine where onnxruntime-genai's
+    own int8 run gave 1.06x: prefill-bound), onnxruntime-genai's without openvino; bfloat16:
+    OpenVINO's bf16 compute, only where the CPU has bf16 instructions."""
+    from frontends.components.machine import cpu_model_and_flags
+
+    if not eng.available("ov"):
+        return {"int8": "ort-int8"}
+    found = {"int8": "ov-int8"}
+    if any(f in cpu_model_and_flags()[1] for f in BF16_FLAGS):
+        found["bfloat16"] = "ov-bf16"
+    return found
+
+
+class EngineSmolLM2(SmolLM2):
+    """SmolLM2 with `engine` as its exact path and `engines` (precision -> engine variant)
+    for the precision values an engine runs; see the module docstring."""
+
+    engine: str | None = None  # the exact configuration's ENGINES name
+    build: Path | None = None  # that engine build's folder (of this variant's engine)
+    decoder = None  # OrtGreedy / OvGreedy of this variant (None: a torch variant)
+
+    @classmethod
+    def through(cls, lm: SmolLM2, engine: str, threads: int = 1, builds: Path | None = None,
+                engines: dict[str, str] | None = None):
+        """`lm` with its exact path through `engine` and its precision values through `engines`
+        (default `precision_engines()`); `builds`: the folder holding the builds (default the cache)."""
+        if engine not in eng.ENGINES:
+            raise ApproxError(f"unknown engine {engine!r} (expected one of {', '.join(eng.ENGINES)})", where=lm.name)
+        if lm.model.device.type != "cpu":
+            raise ApproxError(f"the engine {engine} runs on the CPU, not on {lm.model.device.type}", where=lm.name)
+        other = cls.__new__(cls)
+        other.__dict__.update({k: v for k, v in lm.__dict__.items() if not k.startswith("_variant")})
+        other.engine, other.threads, other.builds = engine, threads, builds
+        other.engines = dict(precision_engines() if engines is None else engines)
+        other._torch_models = {}  # precision -> the torch model of that precision, shared by the variants
+        other.build, other.decoder = other._engine_build(engine)
+        return other
+
+    def _engine_build(self, name: str):
+        """(folder, decoder) of the engine variant `name` of these weights, built once."""
+        folder = None if self.builds is None else Path(self.builds) / eng.ENGINE_PRECISIONS[name]
+        built = eng.build(self._root().__dict__["model"], self.tokenizer, name, folder, self.threads)
+        return built, eng.decoder(name, built, self.threads)
+
+    def _root(self):
+        return self.__dict__.get("_variant_root", self)
+
+    @property
+    def model(self):
+        """The torch model: for an engine variant, that of its precision, built on first need
+        (an early exit's layers, a per-token exit, generation options run torch)."""
+        model = self.__dict__.get("model")
+        if model is None:
+            root = self._root()
+            models = root._torch_models
+            if self.precision not in models:
+                models[self.precision] = SmolLM2.build_variant(root, self.precision, None).model
+            model = self.__dict__["model"] = models[self.precision]
+        return model
+
+    @model.setter
+    def model(self, value) -> None:
+        self.__dict__["model"] = value
+
+    def values_text(self) -> str:
+        """'bfloat16=ov-bf16,int8=ov-int8': which engine runs which precision value."""
+        return ",".join(f"{p}={e}" for p, e in sorted(self.engines.items()))
+
+    def identity(self) -> str:
+        """What names this provider's outputs across processes (kept outputs): the engine
+        builds its values run, so an engine's outputs are never read for torch's."""
+        where = f"{self.engine}:{Path(self.build).name}[{self.values_text()}]"
+        return f"{type(self).__module__}.EngineSmolLM2:{self.name}:{where}"
+
+    @property
+    def probe_name(self) -> str:
+        """The knob probe's name for this model: its figures are the engines', not torch's."""
+        return f"{self.name}@{self.engine}[{self.values_text()}]"
+
+    def build_variant(self, precision, layers):
+        if layers is None and precision in self.engines:
+            other = copy.copy(self)
+            other.__dict__["model"] = None  # the torch model of `precision`, on first need
+            other.precision = precision  # (the variant cache sets it too)
+            other.build, other.decoder = self._engine_build(self.engines[precision])
+            return other
+        other = super().build_variant(precision, layers)
+        other.decoder = None  # a torch variant
+        return other
+
+    def _engine_runs(self, options) -> bool:
+        return self.decoder is not None and self.layers is None and self.token_exit is None and not options
+
+    @torch.inference_mode()
+    def generate_turn(self, content: str, max_new_tokens: int | None = None, stop_at_line_end: bool = True,
+                      **options):
+        if not self._engine_runs(options):
+            return super().generate_turn(content, max_new_tokens, stop_at_line_end, **options)
+        n = max_new_tokens or self.max_new_tokens
+        ids = self.tokenizer(chat_turn(self.tokenizer, content))["input_ids"]
+        window = min(self._root().__dict__["model"].config.max_position_embeddings, self.decoder.window)
+        if len(ids) + n > window:
+            raise ApproxError(f"prompt of {len(ids)} tokens + {n} new tokens exceeds the context window "
+                              f"of {window}", where=self.name)
+        tokens, logps = self.decoder(ids, n, self.stop_rule(stop_at_line_end))
+        return tokens, logps, len(ids)

@@ -1,0 +1,92 @@
+"""The fine-tuned SmolLM2 of the systems (`examples/systems/common.smollm`) with its exact
+path through the inference engine: knob 0 gives eager torch float32's answers on fixed
+questions, compared with torch on this machine (never with a recording); each precision
+value an engine runs decodes another build; a worker process (the tuner's) loads the same
+engine; the LLM RAG system's IR lists the int8 value where the probe offers it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from approx_opt.main import list_knobs
+from examples import squad
+from examples.systems import common
+from examples.systems.rag_program import PROBE_QUESTIONS, llm_precisions
+from frontends.components.kept import provider_identity
+from frontends.components.llm import engine
+
+pytestmark = pytest.mark.skipif(not engine.available(), reason="onnxruntime-genai not installed (.[engine])")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def llm():
+    model = common.smollm()
+    if engine.default_engine(common.device()) is None:
+        pytest.skip(f"{engine.ENV}=torch or a GPU run: the exact path is torch's")
+    return model
+
+
+def fixed_questions():
+    """The knob probe's questions on three SQuAD passages, and three evaluation questions
+    with their gold paragraph and the two after it (prompts of ~350-700 tokens)."""
+    paragraphs = squad.paragraphs()
+    cases = [(q, list(paragraphs[:3])) for q in PROBE_QUESTIONS]
+    for q in squad.questions_of("eval")[20:23]:
+        cases.append((q.question, [paragraphs[(q.paragraph + k) % len(paragraphs)] for k in range(3)]))
+    return cases
+
+
+def test_knob_zero_gives_eager_torch_answers(llm):
+    from frontends.components.llm.smollm import SmolLM2
+
+    torch_llm = SmolLM2(llm.model, llm.tokenizer, name=llm.name, exits=llm.exits)  # the same weights, eager
+    assert type(llm).__name__ == "EngineSmolLM2" and llm.engine == engine.EXACT
+    for question, passages in fixed_questions():
+        tokens, _, prompt = llm.generate(question, passages, 16)
+        assert (tokens, prompt) == torch_llm.generate(question, passages, 16)[::2], question
+    assert provider_identity(llm) != provider_identity(torch_llm)  # kept outputs of one never read for the other
+
+
+def test_each_engine_value_runs_another_build(llm):
+    question, passages = fixed_questions()[0]
+    decoders = {id(llm.decoder)}
+    for precision, name in llm.engines.items():
+        value = llm.with_precision(precision)
+        assert value._engine_runs({}) and engine.build_info(value.build)["precision"] == engine.ENGINES[name][1]
+        assert type(value.decoder).__name__ == ("OvGreedy" if name.startswith("ov") else "OrtGreedy")
+        decoders.add(id(value.decoder))
+        assert value.answer(question, passages, 16).text.strip()
+    assert len(decoders) == 1 + len(llm.engines) and "int8" in llm.engines
+
+
+def test_a_worker_process_loads_the_same_engine(llm):
+    code = ("from examples.systems import common; from frontends.components.kept import provider_identity; "
+            "print(provider_identity(common.smollm()))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ), capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-500:]
+    assert run.stdout.strip().splitlines()[-1] == provider_identity(llm)
+
+
+def test_the_ir_lists_the_int8_value_where_it_pays(llm):
+    from examples.systems import rag_bm25
+
+    offered = llm_precisions(llm)
+    system = rag_bm25.llm_system()
+    knobs = {k["name"]: k for k in json.loads(list_knobs(system.ir(), system.name))}
+    if not offered:
+        assert "answer.precision" not in knobs
+        return
+    assert len(knobs["answer.precision"]["values"]) == 1 + len(offered)
+    types = []
+    for k in knobs["answer.precision"]["values"][1:]:
+        text = system.ir(after=True, config={"answer.precision": {"knob_val": k}})
+        types += [t for t in ("bf16", "i8") if f"precision = {t}" in text]
+    assert types == [{"bfloat16": "bf16", "int8": "i8"}[p] for p in offered]
