@@ -3,7 +3,8 @@ held-out questions, report speedup over exact within <= 3 / 6 / 9 % QoS loss.
 
 `run_system(name, n_tune, trials, seconds)` tunes a system of examples/systems/registry.py
 (report under reports/bench/<system>/): those of questions with examples/systems/tuning.py,
-those of BFCL items ("tools", "tools_llm") with examples/systems/tools_tuning.py. Speedups are held-out
+those of BFCL items ("tools", "tools_llm") with examples/systems/tools_tuning.py; every
+row has the same keys (the tools agents' add their QoS by BFCL category). Speedups are held-out
 (evaluation split) figures; the exact program itself meets every level, so a
 level without a front point reads 1.0. Torch runs on one thread."""
 
@@ -31,18 +32,13 @@ def report_dir(name: str) -> Path:
     return ROOT / "reports" / "bench" / (name + ("-cuda" if device().startswith("cuda") else ""))
 
 
-def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0,
-            out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
-            jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False,
-            eval_repeats: int = 2) -> dict:
+def row(run, model: str, jobs: int) -> dict:
+    """A system's row from its tuning run (`tuning.SystemRun`): the keys of results.json
+    (SHAPE) plus details for the Markdown."""
     from examples.systems.row_figures import front_gaps, level_points, most_accurate
     from examples.systems.row_figures import held_out_speedup as best
-    from examples.systems.tuning import qos_note, tune_system
+    from examples.systems.tuning import qos_note
 
-    program = system(name).build()
-    run = tune_system(name, n_tune, trials, seconds, out_dir=out_dir or report_dir(name), seed=seed,
-                      eval_repeats=eval_repeats, ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs,
-                      program=program, tuning_qos=tuning_qos, fresh=fresh, progress=progress)
     r = run.result
     chosen = {m: r.chosen(9 / 100 + 1e-9, mode=m) for m in ("static", "dynamic")}
     return {
@@ -57,10 +53,11 @@ def rag_row(name: str, n_tune: int, trials: int, seconds: float | None, seed: in
         "points": level_points(r, LEVELS), "most_accurate": most_accurate(r, LEVELS),
         "program": r.program_spec, "metric": r.metric_spec,
         "held_out": r.held_out, "qos_note": qos_note(r), "result": str(run.out_dir / "result.json"),
-        "model": program.model,
+        "model": model,
         "importances": r.importances, "ablations": r.ablations,
         "best_at_9": {m: (p.knobs if p else None) for m, p in chosen.items()},
         "workers": jobs, "chosen_on": "tuning", "configurations": r.search.get("configurations", {}),
+        **run.extra,
     }
 
 
@@ -68,22 +65,22 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
                out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
                jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False,
                eval_repeats: int | None = None) -> dict:
-    """One system's row: the keys of results.json (SHAPE) plus details for the Markdown.
-    `n_eval` (RAG: the first n_eval held-out questions; tools: a multiple of n_tune);
-    `fresh=False` goes on with the study in its folder (finished trials and held-out
-    figures kept); `eval_repeats`: paired timing rounds of the held-out
-    evaluation (default: 1 for the LLM + tools agent, 2 for the others)."""
+    """One system's row (`row`), tuned by examples/systems/tuning.py (questions) or
+    tools_tuning.py (BFCL items). `n_eval`: held-out inputs (questions: the first n_eval
+    of 5x n_tune; items: a multiple of n_tune); `fresh=False` goes on with the study in
+    its folder (finished trials and held-out figures kept); `eval_repeats`: paired timing
+    rounds of the held-out evaluation (default: 1 for the LLM + tools agent, 2 for the others)."""
+    from examples.systems.tools_tuning import tune_items
+    from examples.systems.tuning import tune_system
+
     described = system(name)
-    if described.items:
-        from examples.systems.tools_tuning import run_system as tools_run
-
-        return tools_run(name, n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
-                         ablate_levels=ablate_levels, eval_ratio=(n_eval or 5 * n_tune) // n_tune, jobs=jobs,
-                         eval_repeats=eval_repeats or (1 if described.llm else 2), tuning_qos=tuning_qos, fresh=fresh,
-                         progress=progress)
-    return rag_row(name, n_tune, trials, seconds, seed, out_dir, ablate_levels, n_eval, jobs, tuning_qos, fresh,
-                   progress, eval_repeats or 2)
-
+    program = described.build()
+    tune = tune_items if described.items else tune_system
+    run = tune(name, n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
+               ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs,
+               eval_repeats=eval_repeats or (1 if described.items and described.llm else 2), tuning_qos=tuning_qos,
+               fresh=fresh, progress=progress, program=program)
+    return row(run, program.model, jobs)
 
 if __name__ == "__main__":
     import argparse

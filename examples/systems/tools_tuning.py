@@ -1,9 +1,9 @@
 """Tuning the tools agents (the reader agent of tools_agent.py and the LLM agent of
-tools_agent_llm.py): `run_system` tunes one on BFCL items (static, then dynamic
-seeded with the static front) and evaluates both fronts on the held-out split,
-giving the row of bench/results.json.
+tools_agent_llm.py): `tune_items` tunes one on BFCL items (static, then dynamic
+seeded with the static front) and evaluates both fronts on the held-out split; its
+`SystemRun` is that of `tuning.tune_system`, which bench/systems_bench.py makes a row of:
 
-    python -m examples.systems.tools_tuning --n-tune 80 --trials 40 --seconds 840 [--seed S] [--system tools_llm]
+    python bench/systems_bench.py tools --n-tune 80 --trials 40 --seconds 840 [--seed S]
 """
 
 from __future__ import annotations
@@ -16,20 +16,22 @@ from pathlib import Path
 from approx_dialect.diagnostics import ApproxError
 from examples.systems.tools_agent import LEVELS
 from examples.systems.tools_data import accuracy_by_category, ast_match, query_of, spare_items
+from examples.systems.tuning import SystemRun
 
 EVAL_REPEATS = 2  # timed passes per held-out measurement (median): timings here vary by ~20 % under load
 SAMPLER = "predictive"  # as the RAG systems (examples/systems/tuning.py)
 
 
-def run_system(name: str, n_tune: int, trials: int, seconds: float | None, seed: int = 0, out_dir=None,
-               ablate_levels: tuple = (), *, eval_ratio: int = 5, jobs: int = 1,
+def tune_items(name: str, n_tune: int, trials: int, seconds: float | None, *, seed: int = 0, out_dir=None,
+               ablate_levels: tuple = (), n_eval: int | None = None, jobs: int = 1,
                eval_repeats: int = EVAL_REPEATS, tuning_qos: str | None = None, fresh: bool = True,
-               progress: bool = False) -> dict:
+               progress: bool = False, program=None) -> SystemRun:
     """Tune the agent `name` ("tools", or "tools_llm": the LLM + tools agent of
     tools_agent_llm.py) on `n_tune` BFCL items (static, then dynamic seeded with the
     static front; `trials` evaluations each, or what `seconds` allows, half per mode;
-    `jobs` worker processes) and evaluate both fronts on eval_ratio x n_tune held-out
-    items: the row of bench/results.json.
+    `jobs` worker processes) and evaluate both fronts on `n_eval` held-out items (a
+    multiple of n_tune, default 5x), as `tuning.tune_system` does questions (`program`:
+    the system's, built here when not given).
     `tuning_qos` (default "gold": the held-out QoS, so the tuning ranking is the one
     reported): "gold", the AST check on the tuning items; "kept", the AST check on
     tuning items the exact agent gets right (the tuning items, then pool items in
@@ -37,10 +39,10 @@ def run_system(name: str, n_tune: int, trials: int, seconds: float | None, seed:
     items, cue words alone beat SmolLM2 and a -100 % tuning loss hid a 73 % held-out one).
     Torch runs on one thread (a shared 2-core machine; a second thread makes small ops wait)."""
     from autotuner import Cost, HeldOut, Search, Storage, tune
+    from autotuner.report import write_report
     from examples.systems.common import one_thread
     from examples.systems.registry import system
-    from examples.systems.row_figures import front_gaps, held_out_speedup, level_points
-    from examples.systems.tuning import evaluated_trials, exact_right, explain_levels, qos_note, record_how_to_verify
+    from examples.systems.tuning import evaluated_trials, exact_right, explain_levels, record_how_to_verify
 
     one_thread()
     start = time.perf_counter()
@@ -49,8 +51,9 @@ def run_system(name: str, n_tune: int, trials: int, seconds: float | None, seed:
     if tuning_qos not in ("gold", "kept"):
         raise ApproxError(f"unknown tuning QoS '{tuning_qos}' for the tools agent (one of: gold, kept)",
                           where="examples.systems.tools_tuning")
+    eval_ratio = (n_eval or 5 * n_tune) // n_tune
     (tune_in, tune_items), (eval_in, eval_items) = described.splits(n_tune, seed, eval_ratio * n_tune)
-    program = described.build()
+    program = program if program is not None else described.build()
     tried = None
     out = Path(out_dir or os.environ.get("APPROX_TOOLS_OUT") or tempfile.mkdtemp(prefix="tools_agent_"))
     out.mkdir(parents=True, exist_ok=True)
@@ -83,36 +86,8 @@ def run_system(name: str, n_tune: int, trials: int, seconds: float | None, seed:
         explain_levels(result, program, eval_in[:n_tune], eval_items[:n_tune], ast_match, ablate_levels)
     result.save(out / "result.json")
     scores = result.exact_scores_eval  # the evaluation's exact run, not a second one
-    row = {"exact_seconds_per_query": result.exact_seconds_eval / len(eval_in),
-           "static": {str(p): held_out_speedup(result, p, "static") for p in LEVELS},
-           "dynamic": {str(p): held_out_speedup(result, p, "dynamic") for p in LEVELS},
-           "tuning_seconds": result.tuning_seconds, "trials": result.trials,
-           "qos_exact": sum(scores) / len(scores),
-           "qos_exact_by_category": accuracy_by_category(eval_items, scores),
-           "n_tune": len(tune_items), "n_eval": len(eval_items), "trials_per_mode": done,
-           "result": str(out / "result.json"), "points": level_points(result, LEVELS),
-           "program": result.program_spec, "metric": result.metric_spec, "held_out": result.held_out,
-           "qos_note": qos_note(result),
-           "front": front_gaps(result), "model": program.model, "workers": jobs, "chosen_on": "tuning",
-           "configurations": result.search.get("configurations", {})}
-    from autotuner.report import write_report
+    report = write_report(result, out)
+    by_category = accuracy_by_category(eval_items, scores)
+    return SystemRun(name, result, sum(scores) / len(scores), time.perf_counter() - start, out, report, done,
+                     result.search.get("fixed", {}), {"qos_exact_by_category": by_category})
 
-    row["report"] = str(write_report(result, out))
-    row["wall_seconds"] = time.perf_counter() - start
-    return row
-
-
-if __name__ == "__main__":
-    import argparse
-    import json
-
-    from examples.systems.registry import SYSTEMS
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n-tune", type=int, default=80)
-    ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--seconds", type=float, default=840)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--system", default="tools", choices=[n for n, s in SYSTEMS.items() if s.items])
-    args = ap.parse_args()
-    print(json.dumps(run_system(args.system, args.n_tune, args.trials, args.seconds, args.seed), indent=2))

@@ -48,6 +48,7 @@ class SystemRun:
     report: Path | None = None
     trials_per_mode: dict = field(default_factory=dict)
     fixed: dict = field(default_factory=dict)  # knobs fixed at exact -> time share of their stage
+    extra: dict = field(default_factory=dict)  # the system's own row details (tools: QoS by BFCL category)
 
 
 def evaluated_trials(storage: str, study_name: str) -> int:
