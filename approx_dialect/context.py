@@ -166,6 +166,40 @@ def verify_module(module: ModuleOp) -> None:
                 raise
             except Exception as err:  # xDSL raises a few non-VerifyException errors
                 raise ApproxError(f"'{op.name}' op does not verify: {_first_line(err)}", op) from None
+        check_defined_before_use(module)
+
+
+def check_defined_before_use(module: ModuleOp) -> None:
+    """Every operand is defined before its use, in its block or one that encloses it (MLIR's
+    dominance within a block; xDSL does not check it, and passes that erase ops then fail on
+    uses they cannot see). A value from another block of the same region (a CFG) is left to
+    upstream MLIR; the module's own body is a graph region, where order is free."""
+    position: dict[int, int] = {}
+    for op in nesting.walk(module):
+        for region in op.regions:
+            for block in region.blocks:
+                for i, inner in enumerate(block.ops):
+                    position[id(inner)] = i
+    for op in nesting.walk(module):
+        for index, operand in enumerate(op.operands):
+            owner = operand.owner
+            if not isinstance(owner, Operation) or owner.parent is None:
+                continue
+            home = owner.parent
+            if isinstance(home.parent_op(), ModuleOp):
+                continue
+            user, regions = op, []
+            while user is not None and user.parent is not home:
+                if user.parent is not None:
+                    regions.append(user.parent.parent)
+                user = user.parent_op()
+            if user is None:
+                if home.parent not in regions:
+                    raise ApproxError(f"'{op.name}' op operand #{index} is defined in a region that does not "
+                                      f"enclose this use ('{owner.name}')", op)
+            elif position[id(owner)] >= position[id(user)]:
+                raise ApproxError(f"'{op.name}' op operand #{index} is used before it is defined "
+                                  f"('{owner.name}' comes later in the block)", op)
 
 
 

@@ -372,6 +372,7 @@ def block(s: Source, scope: Scope, indent: str) -> list[str]:
                 continue  # a return inside a loop is refused by the lowering
             if scope.depth:
                 lines.append(f"{indent}return {s.pick(scope.names)}")
+                break  # statements after it are dead: the lowering drops them, and the calls in them
         elif what == "flow":
             if scope.loop and s.wrong(2):  # the lowering runs loops to their end
                 lines.append(f"{indent}{s.pick(('break', 'continue'))}")

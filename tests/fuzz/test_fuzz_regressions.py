@@ -221,3 +221,20 @@ def test_a_declaration_that_fails_at_import_is_an_error_at_its_line():
     assert out.problem is None and out.rc == 1, out.stderr
     assert re.search(r"fuzzpy_\w+\.py:14: error: cannot import '\w+': ApproxError: a component label is a name",
                      out.stderr), out.stderr
+
+
+@pytest.mark.parametrize("body", [
+    "  %c = arith.cmpf ogt, %x, %big : f32\n  %big = arith.constant 1.0 : f32\n",
+    "  scf.if %t {\n    %c = arith.cmpf ogt, %x, %big : f32\n  }\n  %big = arith.constant 1.0 : f32\n",
+])
+def test_a_value_used_before_its_definition_is_a_located_error(body):
+    """xDSL does not check dominance: `config-approx` then erased an op whose result was
+    still used above it (`internal error: Attempting to delete SSA value that still has uses`)."""
+    text = ('"approx.util.annotation.knob"() <{func_name = "pick"}> : () -> ()\n'
+            '"approx.util.annotation.decision_tree"() <{decision_values = array<i32: 0, 1>, '
+            'decisions = array<i32: 0, 1>, func_name = "pick", num_thresholds = 1 : i32, '
+            'thresholds = array<i32: 2>, thresholds_lowers = array<i32: 0>, thresholds_uppers = array<i32: 4>, '
+            'transform_type = "task_skipping"}> : () -> ()\n'
+            "func.func @pick(%out: memref<1xf32>, %x: f32, %t: i1, %state: i32) {\n" + body + "  return\n}\n")
+    err = one_error(text)
+    assert re.search(r":\d+:\d+: error: 'arith.cmpf' op operand #1 is used before it is defined", err), err
