@@ -66,11 +66,17 @@ def smollm():
     is installed (`engine.default_engine`: ONNX Runtime GenAI fp32, whose greedy answers equal
     eager torch's, ~2x faster; APPROX_LLM_ENGINE chooses another or `torch`; worker processes
     inherit it), its build made once and cached; on CUDA the compiled decode."""
-    from frontends.components.llm.engine import default_engine, through_engine
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
-    llm = SmolLM2.load(SMOLLM_ADAPTER, device=device())
+    return exact_path(SmolLM2.load(SMOLLM_ADAPTER, device=device()))
+
+
+def exact_path(llm):
+    """`llm` (a SmolLM2 on `device()`) with its exact path through the run's engine
+    (`engine.default_engine`; None: `llm` itself, torch)."""
+    from frontends.components.llm.engine import default_engine, through_engine
+
     engine = default_engine(device())
     return through_engine(llm, engine) if engine else llm
 
