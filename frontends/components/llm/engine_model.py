@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -45,7 +46,11 @@ class EngineSmolLM2(SmolLM2):
 
     engine: str | None = None  # the exact configuration's ENGINES name
     build: Path | None = None  # that engine build's folder (of this variant's engine)
-    decoder = None  # OrtGreedy / OvGreedy of this variant (None: a torch variant)
+    decoder: Any = None  # OrtGreedy / OvGreedy of this variant (None: a torch variant)
+    engines: dict[str, str]  # precision value -> the ENGINES name that runs it
+    threads: int = 1  # the engines' threads
+    builds: Path | None = None  # the folder holding the builds (None: the engine cache)
+    _torch_models: dict[str, Any]  # precision -> torch's model of it, shared by the variants
 
     @classmethod
     def through(cls, lm: SmolLM2, engine: str, threads: int = 1, builds: Path | None = None,
