@@ -2,9 +2,8 @@
 held-out questions, report speedup over exact within <= 3 / 6 / 9 % QoS loss.
 
 `run_system(name, n_tune, trials, seconds)` tunes a system of examples/systems/registry.py
-(report under reports/bench/<system>/): those of questions with examples/systems/tuning.py,
-those of BFCL items ("tools", "tools_llm") with examples/systems/tools_tuning.py; every
-row has the same keys (the tools agents' add their QoS by BFCL category). Speedups are held-out
+with examples/systems/tuning.py (report under reports/bench/<system>/); every row has
+the same keys (the tools agents' add their QoS by BFCL category). Speedups are held-out
 (evaluation split) figures; the exact program itself meets every level, so a
 level without a front point reads 1.0. Torch runs on one thread."""
 
@@ -65,22 +64,21 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
                out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
                jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False,
                eval_repeats: int | None = None) -> dict:
-    """One system's row (`row`), tuned by examples/systems/tuning.py (questions) or
-    tools_tuning.py (BFCL items). `n_eval`: held-out inputs (questions: the first n_eval
-    of 5x n_tune; items: a multiple of n_tune); `fresh=False` goes on with the study in
-    its folder (finished trials and held-out figures kept); `eval_repeats`: paired timing
-    rounds of the held-out evaluation (default: 1 for the LLM + tools agent, 2 for the others)."""
-    from examples.systems.tools_tuning import tune_items
+    """One system's row (`row`), tuned by examples/systems/tuning.py. `n_eval`: held-out
+    inputs (questions: the first n_eval of 5x n_tune; items: a multiple of n_tune);
+    `fresh=False` goes on with the study in its folder (finished trials and held-out
+    figures kept); `eval_repeats`: paired timing rounds of the held-out evaluation
+    (default: 1 for the LLM + tools agent, 2 for the others)."""
     from examples.systems.tuning import tune_system
 
     described = system(name)
     program = described.build()
-    tune = tune_items if described.items else tune_system
-    run = tune(name, n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
-               ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs,
-               eval_repeats=eval_repeats or (1 if described.items and described.llm else 2), tuning_qos=tuning_qos,
-               fresh=fresh, progress=progress, program=program)
+    run = tune_system(name, n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
+                      ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs,
+                      eval_repeats=eval_repeats or (1 if described.items and described.llm else 2),
+                      tuning_qos=tuning_qos, fresh=fresh, progress=progress, program=program)
     return row(run, program.model, jobs)
+
 
 if __name__ == "__main__":
     import argparse

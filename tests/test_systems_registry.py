@@ -53,6 +53,13 @@ def test_inputs_for_each_split(name):
     assert all(0.0 <= score(out, ref) <= 1.0 for out, ref in zip(["", ""], eval_ref[:2]))
 
 
+def test_one_driver_says_what_the_tools_agents_take(tmp_path):
+    from examples.systems.tuning import tune_system
+
+    with pytest.raises(ApproxError, match="tools takes no budget, sampler, report or evaluate setting"):
+        tune_system("tools", 3, out_dir=tmp_path, report=False)
+
+
 def test_the_bench_and_the_demo_read_the_registry():
     from bench.systems_bench import GPU_SYSTEMS
     from examples.demo import DEMOS

@@ -221,9 +221,9 @@ def test_tiny_tuning_run(program, tmp_path):
 
 
 def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_path):
-    from examples.systems.tools_tuning import tune_items
+    from examples.systems.tuning import tune_system
 
-    run = tune_items("tools", 3, trials=2, seconds=None, out_dir=tmp_path, n_eval=6, tuning_qos="kept")
+    run = tune_system("tools", 3, trials=2, seconds=None, out_dir=tmp_path, n_eval=6, tuning_qos="kept")
     result = json.loads((tmp_path / "result.json").read_text())
     assert run.result.n_tune == 3 and run.result.n_eval == 6 and set(run.extra["qos_exact_by_category"])
     assert any(n.startswith("QoS: BFCL's AST check; tuning on 3 items the exact agent gets right") for n in
@@ -231,4 +231,4 @@ def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_
     exact = [t for t in result["all_trials"] if t["mode"] == "static" and t["qos_loss"] == 0.0]
     assert exact and all(t["qos_loss"] >= 0.0 for t in result["all_trials"])  # no lucky gains on kept items
     with pytest.raises(ApproxError, match="unknown tuning QoS 'agreement' for the tools agent"):
-        tune_items("tools", 3, trials=1, seconds=None, out_dir=tmp_path, tuning_qos="agreement")
+        tune_system("tools", 3, trials=1, seconds=None, out_dir=tmp_path, tuning_qos="agreement")

@@ -170,7 +170,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                 progress: bool = False, program=None, eval_repeats: int = REPEATS,
                 ablate_levels: tuple = (), n_eval: int | None = None, jobs: int = 1,
                 tuning_qos: str | None = None) -> SystemRun:
-    """Tune system `name` (or `program`, a SystemProgram) on `n_tune` tuning questions
+    """Tune system `name` (any of `registry.SYSTEMS`; `program`: its Program, when
+    built already) on `n_tune` tuning questions
     (evaluation: 5x as many, other articles; or the first `n_eval` of them), `trials`
     evaluations per mode, at most about `seconds` of search (half per mode; 0: none, a
     resumed study is only evaluated), `jobs` worker processes (each builds the system
@@ -182,19 +183,31 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     "agreement" for the others): agreement with the exact answers suits the extractive
     readers, whose spans are stable; a generated answer changes its wording under
     almost any approximation, so the LLM systems tune against the gold answers
-    ("kept": only on questions the exact program gets right)."""
+    ("kept": only on questions the exact program gets right). The tools agents (BFCL
+    items) are tuned by `tools_tuning.tune_items`, with its budget, always evaluated
+    and reported."""
     import sys
 
     from autotuner import Cost, HeldOut, Search, Storage, tune
     from examples.systems.common import METRIC, NARROW
     from examples.systems.registry import system
 
+    described = system(name)
+    if described.items:
+        from examples.systems.tools_tuning import tune_items
+
+        if (budget, sampler, report, evaluate) != (BUDGET, SAMPLER, True, True):
+            from approx_dialect.diagnostics import ApproxError
+
+            raise ApproxError(f"{name} takes no budget, sampler, report or evaluate setting", where="examples.systems")
+        return tune_items(name, n_tune, trials, seconds, seed=seed, out_dir=out_dir, ablate_levels=ablate_levels,
+                          n_eval=n_eval, jobs=jobs, eval_repeats=eval_repeats, tuning_qos=tuning_qos, fresh=fresh,
+                          progress=progress, program=program)
     start = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else ROOT / "reports" / name
     if fresh and out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    described = system(name)
     program = program if program is not None else described.build()
     question_sets = described.splits
     tuning_qos = tuning_qos or described.tuning_qos
