@@ -80,7 +80,7 @@ def demo(args) -> int:
 
     from autotuner import describe_machine
     from examples.systems.row_figures import levels_text, most_accurate
-    from examples.systems.tuning import ROOT, tune_system
+    from examples.systems.tuning import REPORTED_LEVELS, ROOT, tune_system
 
     start = time.perf_counter()
     print(f"[demo] {args.system}: loading (index, models, JIT kernels) ...", flush=True)
@@ -107,7 +107,7 @@ def demo(args) -> int:
           + "; evaluation rows: against the gold answers (the paper's QoS). Exact and approximate runs are timed "
           "side by side (paired), with the 95 % interval in brackets (for a QoS loss: over the held-out "
           f"questions). Machine: {describe_machine(os.environ.get('APPROX_DEVICE', 'cpu'))}.")
-    best = most_accurate(r, (3, 6, 9))
+    best = most_accurate(r, REPORTED_LEVELS[1:])
     if best and best["beats_exact"]:
         print(f"the most accurate configuration measured ({best['mode']}, {best['knobs']}) answers better than the "
               f"exact program beyond its interval (QoS loss {100 * best['qos_loss']:.1f} % "

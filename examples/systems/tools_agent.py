@@ -50,7 +50,6 @@ from examples.systems.tools_data import (
 from frontends import DecisionTree, Knob
 from frontends.components.tools import load_bfcl
 
-LEVELS = (3, 6, 9)  # QoS-loss percentages of the results table
 STATE_UPPER = 60
 
 

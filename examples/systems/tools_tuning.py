@@ -14,12 +14,10 @@ import time
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
-from examples.systems.tools_agent import LEVELS
 from examples.systems.tools_data import accuracy_by_category, ast_match, query_of, spare_items
-from examples.systems.tuning import SystemRun
+from examples.systems.tuning import REPORTED_LEVELS, SAMPLER, SystemRun
 
 EVAL_REPEATS = 2  # timed passes per held-out measurement (median): timings here vary by ~20 % under load
-SAMPLER = "predictive"  # as the RAG systems (examples/systems/tuning.py)
 
 
 def tune_items(name: str, n_tune: int, trials: int, seconds: float | None, *, seed: int = 0, out_dir=None,
@@ -66,11 +64,11 @@ def tune_items(name: str, n_tune: int, trials: int, seconds: float | None, *, se
         if not tune_in:
             raise ApproxError(f"the exact agent gets none of {tried} tuning items right: nothing to tune against",
                               where="examples.systems.tools_tuning")
-    storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(LEVELS) / 100
+    storage, budget = f"sqlite:///{(out / 'study.db').resolve()}", max(REPORTED_LEVELS) / 100
     search = Search(n_trials=trials, mode="both", sampler=SAMPLER, seed=seed, jobs=jobs,
                     timeout=None if seconds is None else max(seconds / 2, 1e-6))
     held_out = HeldOut(inputs=eval_in, references=eval_items,
-                       levels=[lv / 100 for lv in (1, *LEVELS)])  # held out: only the points the levels report
+                       levels=[lv / 100 for lv in REPORTED_LEVELS])  # held out: only the points the levels report
     result = tune(program, tune_in, tune_items, metric=ast_match, budget=budget, search=search,
                   cost=Cost(clock="cpu", repeats=eval_repeats), held_out=held_out,
                   storage=Storage(url=storage, study_name=name, out_dir=out), progress=progress)
