@@ -48,7 +48,7 @@ def test_inputs_for_each_split(name):
     assert s.splits(N_TUNE, 0, N_EVAL)[0][0] == tune_in  # seeded
     kwargs = {"n_tune": N_TUNE, "seed": 0, **({"eval_ratio": N_EVAL // N_TUNE} if s.items else {"n_eval": N_EVAL})}
     assert resolve(s.held_out)(**kwargs) == (eval_in, eval_ref)  # what verify re-measures on
-    metric = s.qos()
+    metric = resolve(s.metric)
     score = getattr(metric, "fn", metric)
     assert all(0.0 <= score(out, ref) <= 1.0 for out, ref in zip(["", ""], eval_ref[:2]))
 

@@ -1,6 +1,6 @@
 """Every example compound system, one `System` each, under one name (`SYSTEMS`): the
-drivers (tuning.py, tools_tuning.py), bench/systems_bench.py, bench/results.py and the
-demo read names and facts here, so a new system is one entry.
+driver (`tuning.tune_system`), bench/systems_bench.py, bench/results.py and the demo
+read names and facts here, so a new system is one entry.
 
 Specs are "module:name" strings, resolved on use: worker processes and `approx-tune
 verify` rebuild a program, its inputs and its metric from them, and reading the
@@ -19,8 +19,8 @@ class System:
     """One compound system. `program`: what builds its Program (a cached factory);
     `inputs`: `(n_tune, seed, n_eval) -> ((tuning inputs, references), (held-out
     inputs, references))`; `held_out`: the held-out split alone (what `approx-tune
-    verify` re-measures on); `metric`: its QoS. `items`: BFCL items, tuned by
-    tools_tuning.py (else questions, by tuning.py); `llm`: SmolLM2 runs in it (seconds
+    verify` re-measures on); `metric`: its QoS. `items`: BFCL items (tools_tuning.py
+    tunes them for `tuning.tune_system`; else questions); `llm`: SmolLM2 runs in it (seconds
     per input; it can run on CUDA); `tuning_qos`: the search's QoS by default
     (tuning.TUNING_QOS). `paper`: ApproxMLIR's dynamic speedups at the bench levels
     (3 / 6 / 9 % loss), `target`: (loss %, speedup) the bench row should reach;
@@ -52,10 +52,6 @@ class System:
     def splits(self, n_tune: int, seed: int = 0, n_eval: int | None = None):
         """((tuning inputs, references), (held-out inputs, references)), disjoint, seeded."""
         return _resolve(self.inputs)(n_tune, seed, n_eval)
-
-    def qos(self):
-        """The QoS metric (a `Metric` or a score function)."""
-        return _resolve(self.metric)
 
 
 _QUESTIONS = "examples.systems.common:question_sets"  # SQuAD questions, by split
