@@ -1,7 +1,7 @@
 """Tuning the tools agents (the reader agent of tools_agent.py and the LLM agent of
-tools_agent_llm.py): `tune_items` tunes one on BFCL items (static, then dynamic
-seeded with the static front) and evaluates both fronts on the held-out split; its
-`SystemRun` is that of `tuning.tune_system`, which bench/systems_bench.py makes a row of:
+tools_agent_llm.py) for `tuning.tune_system`: `tune_items` tunes one on BFCL items
+(static, then dynamic seeded with the static front) and evaluates both fronts on the
+held-out split, into the `SystemRun` that bench/systems_bench.py makes a row of:
 
     python bench/systems_bench.py tools --n-tune 80 --trials 40 --seconds 840 [--seed S]
 """
