@@ -82,6 +82,19 @@ def test_merged_weights_compute_what_the_adapters_do(tiny):
     assert any(".lora_" in n for n, _ in tiny.model.named_parameters())  # the input is left as it was
 
 
+def test_the_build_key_is_the_weights_not_the_folder_they_came_from(tiny):
+    """The first load reads the GGUF's folder, later ones the cache's: one build for both."""
+    model = engine.merged(tiny.model)
+    keys = set()
+    for folder in ("/gguf/folder", "/cache/folder"):
+        model.config._name_or_path = folder
+        keys.add(engine.fingerprint(model))
+    assert len(keys) == 1
+    with torch.no_grad():
+        model.lm_head.weight[0, 0] += 1.0
+    assert engine.fingerprint(model) not in keys
+
+
 @pytest.mark.parametrize("name", ["ort-fp32", "ov-f32"])
 def test_f32_engines_give_eager_torch_answers(tiny, built, name):
     if name not in built:

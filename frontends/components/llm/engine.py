@@ -44,6 +44,7 @@ from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.folders import cache_dir
+from frontends.components.hf_loading import quiet_loading
 
 ENV = "APPROX_LLM_ENGINE"  # an ENGINES name (the exact path of SmolLM2 through that engine build), or TORCH
 TORCH = "torch"  # APPROX_LLM_ENGINE's value for eager torch
@@ -106,8 +107,11 @@ def merged(model) -> nn.Module:
 
 
 def fingerprint(model) -> str:
-    """A short hash of the merged model's weights and config (the cache key)."""
-    h = hashlib.sha256(model.config.to_json_string(use_diff=False).encode())
+    """A short hash of the merged model's weights and config (the cache key); not of the
+    folder it was loaded from (the GGUF's on the first load, the cache's after)."""
+    config = model.config.to_dict()
+    config.pop("_name_or_path", None)
+    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
     for name, tensor in sorted(model.state_dict().items()):
         h.update(name.encode())
         h.update(tensor.detach().float().contiguous().numpy().tobytes()[:: 97])  # a sample: fast, still weight-specific
@@ -158,8 +162,9 @@ def _build_ort(model, tokenizer, precision: str, out: Path, threads: int) -> Non
     work = Path(tempfile.mkdtemp(dir=out.parent, prefix=out.name + ".tmp."))
     try:
         hf = work / "hf"
-        model.save_pretrained(hf)
-        tokenizer.save_pretrained(hf)
+        with quiet_loading():
+            model.save_pretrained(hf)
+            tokenizer.save_pretrained(hf)
         built = work / "onnx"
         cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(hf), "-o", str(built),
                "-p", precision, "-e", "cpu", "-c", str(work / "cache")]
