@@ -77,8 +77,15 @@ def test_a_worker_process_loads_the_same_engine(llm):
 
 def test_the_ir_lists_the_int8_value_where_it_pays(llm):
     from examples.systems import rag_bm25
+    from frontends.components.folders import cache_dir
+    from frontends.components.machine import MIN_GAIN, MIN_SAME, PROBE_FILE, machine_key
 
     offered = llm_precisions(llm)
+    # probed against the exact engine under the engine model's own name (never torch's figures),
+    # each offered value faster and keeping most of the probe's answers
+    figures = json.loads((cache_dir() / PROBE_FILE).read_text())[machine_key()]
+    speed, same = figures[f"{llm.probe_name}.precision"], figures[f"{llm.probe_name}.precision same"]
+    assert all(speed[v] >= MIN_GAIN and same[v] >= MIN_SAME for v in offered)
     system = rag_bm25.llm_system()
     knobs = {k["name"]: k for k in json.loads(list_knobs(system.ir(), system.name))}
     if not offered:
