@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from examples.systems.registry import SYSTEMS, system  # noqa: E402
-from examples.systems.tuning import REPORTED_LEVELS  # noqa: E402
+from examples.systems.runs import REPORTED_LEVELS  # noqa: E402
 
 LEVELS = REPORTED_LEVELS[1:]  # the paper's: 3 / 6 / 9 % QoS loss
 GPU_SYSTEMS = tuple(n for n, s in SYSTEMS.items() if s.llm)  # the systems whose LLM can run on CUDA
@@ -37,7 +37,7 @@ def row(run, model: str, jobs: int) -> dict:
     (SHAPE) plus details for the Markdown."""
     from examples.systems.row_figures import front_gaps, level_points, most_accurate
     from examples.systems.row_figures import held_out_speedup as best
-    from examples.systems.tuning import qos_note
+    from examples.systems.runs import qos_note
 
     r = run.result
     chosen = {m: r.chosen(9 / 100 + 1e-9, mode=m) for m in ("static", "dynamic")}

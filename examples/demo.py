@@ -80,7 +80,8 @@ def demo(args) -> int:
 
     from autotuner import describe_machine
     from examples.systems.row_figures import levels_text, most_accurate
-    from examples.systems.tuning import REPORTED_LEVELS, ROOT, tune_system
+    from examples.systems.runs import REPORTED_LEVELS
+    from examples.systems.tuning import ROOT, tune_system
 
     start = time.perf_counter()
     print(f"[demo] {args.system}: loading (index, models, JIT kernels) ...", flush=True)

@@ -264,7 +264,7 @@ def test_tiny_tuning_run(name, tuning_qos, bm25, dense, tmp_path):
 
 def test_kept_tuning_questions_are_those_the_exact_program_gets_right(bm25):
     from examples.systems.common import METRIC, question_sets
-    from examples.systems.tuning import exact_right
+    from examples.systems.runs import exact_right
 
     (qs, golds), _ = question_sets(12, 0, 0)
     kept_q, kept_a, tried = exact_right(bm25, qs, golds, METRIC.fn, 3)
@@ -278,7 +278,7 @@ def test_kept_tuning_questions_are_those_the_exact_program_gets_right(bm25):
 def test_kept_tuning_questions_are_kept_for_a_resume(bm25, tmp_path):
     """A resumed search reads the choice back (no exact run); other sizes choose again."""
     from examples.systems.common import METRIC, question_sets
-    from examples.systems.tuning import exact_right
+    from examples.systems.runs import exact_right
 
     (qs, golds), _ = question_sets(12, 0, 0)
     keep = tmp_path / "kept.json"
@@ -344,7 +344,7 @@ def test_dynamic_seeds_switch_between_groups_of_states(bm25):
 def test_kept_tuning_questions_found_on_workers_are_the_same():
     from examples.systems.common import METRIC, question_sets
     from examples.systems.registry import system
-    from examples.systems.tuning import exact_right
+    from examples.systems.runs import exact_right
 
     program = system("rag_bm25").build()  # knows its spec: the workers build it from there
     (qs, golds), _ = question_sets(4, 0, 0)

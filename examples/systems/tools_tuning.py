@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
+from examples.systems.runs import REPORTED_LEVELS, SAMPLER, SystemRun
 from examples.systems.tools_data import accuracy_by_category, ast_match, query_of, spare_items
-from examples.systems.tuning import REPORTED_LEVELS, SAMPLER, SystemRun
 
 EVAL_REPEATS = 2  # timed passes per held-out measurement (median): timings here vary by ~20 % under load
 
@@ -40,7 +40,7 @@ def tune_items(name: str, n_tune: int, trials: int, seconds: float | None, *, se
     from autotuner.report import write_report
     from examples.systems.common import one_thread
     from examples.systems.registry import system
-    from examples.systems.tuning import evaluated_trials, exact_right, explain_levels, record_how_to_verify
+    from examples.systems.runs import evaluated_trials, exact_right, explain_levels, record_how_to_verify
 
     one_thread()
     start = time.perf_counter()
