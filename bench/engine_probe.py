@@ -80,7 +80,8 @@ def main() -> None:
     args = p.parse_args()
     one_thread()
     from frontends.components.llm.base import first_line
-    from frontends.components.llm.engine import build_info, through_engine
+    from frontends.components.llm.engine import build_info
+    from frontends.components.llm.engine_model import through_engine
     from frontends.components.llm.smollm import SmolLM2
 
     lm = random_smollm(args.random_weights) if args.random_weights else SmolLM2.load(SMOLLM_ADAPTER)

@@ -12,7 +12,7 @@ import torch
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.kept import provider_identity
-from frontends.components.llm import engine
+from frontends.components.llm import engine, engine_model
 
 pytestmark = pytest.mark.skipif(not engine.available(), reason="onnxruntime-genai not installed (.[engine])")
 
@@ -67,7 +67,7 @@ def built(tiny, tmp_path_factory):
     the OpenVINO variants where openvino is installed)."""
     root = tmp_path_factory.mktemp("engines")
     names = [n for n, (kind, _, hint) in engine.ENGINES.items() if kind == "ort" or (hint and engine.available("ov"))]
-    return {name: engine.engine_model_class().through(tiny, name, builds=root) for name in names}
+    return {name: engine_model.EngineSmolLM2.through(tiny, name, builds=root) for name in names}
 
 
 QUESTIONS = [("who?", ["alpha beta gamma", "delta"]), ("where is it", ["epsilon zeta"]), ("x", [])]
@@ -151,15 +151,15 @@ def test_precision_values_run_their_engine_builds(tiny, built):
 
 def test_switch(tiny, monkeypatch):
     monkeypatch.delenv(engine.ENV, raising=False)
-    assert engine.through_engine(tiny) is tiny  # unset: eager torch
+    assert engine_model.through_engine(tiny) is tiny  # unset: eager torch
     assert engine.default_engine("cpu") == engine.EXACT and engine.default_engine("cuda") is None
     monkeypatch.setenv(engine.ENV, "ort-fp16")
     with pytest.raises(ApproxError, match="expected torch or one of") as err:
-        engine.through_engine(tiny)
+        engine_model.through_engine(tiny)
     assert "\n" not in str(err.value)
     monkeypatch.setenv(engine.ENV, "ort-fp32")
     assert engine.engine_from_env() == "ort-fp32"
     monkeypatch.setenv(engine.ENV, "torch")
-    assert engine.default_engine("cpu") is None and engine.through_engine(tiny) is tiny
+    assert engine.default_engine("cpu") is None and engine_model.through_engine(tiny) is tiny
     monkeypatch.setenv(engine.ENV, "ov-bf16")
     assert engine.default_engine("cpu") == "ov-bf16"

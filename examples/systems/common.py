@@ -75,7 +75,8 @@ def smollm():
 def exact_path(llm):
     """`llm` (a SmolLM2 on `device()`) with its exact path through the run's engine
     (`engine.default_engine`; None: `llm` itself, torch)."""
-    from frontends.components.llm.engine import default_engine, through_engine
+    from frontends.components.llm.engine import default_engine
+    from frontends.components.llm.engine_model import through_engine
 
     engine = default_engine(device())
     return through_engine(llm, engine) if engine else llm

@@ -324,13 +324,6 @@ class OvGreedy:
 
 # ---------------------------------------------------------------- the answer model
 
-def engine_model_class():
-    """`EngineSmolLM2` (`engine_model.py`), imported on first use (it imports the torch answer model)."""
-    from frontends.components.llm.engine_model import EngineSmolLM2
-
-    return EngineSmolLM2
-
-
 def default_engine(device: str = "cpu") -> str | None:
     """The exact path's engine for a run on `device`: APPROX_LLM_ENGINE where set (`torch`:
     eager torch), else EXACT on the CPU where the engine extra imports, else None (torch)."""
@@ -338,12 +331,3 @@ def default_engine(device: str = "cpu") -> str | None:
     if name is not None or os.environ.get(ENV, "").strip() == TORCH:
         return name
     return EXACT if device == "cpu" and available() else None
-
-
-def through_engine(lm, engine: str | None = None, threads: int = 1):
-    """`lm` (a SmolLM2) with its exact path through `engine` (default: APPROX_LLM_ENGINE;
-    None there: `lm` itself, eager torch)."""
-    engine = engine or engine_from_env()
-    if engine is None:
-        return lm
-    return engine_model_class().through(lm, engine, threads)

@@ -137,3 +137,12 @@ class EngineSmolLM2(SmolLM2):
                               f"of {window}", where=self.name)
         tokens, logps = self.decoder(ids, n, self.stop_rule(stop_at_line_end))
         return tokens, logps, len(ids)
+
+
+def through_engine(lm, engine: str | None = None, threads: int = 1):
+    """`lm` (a SmolLM2) with its exact path through `engine` (default: APPROX_LLM_ENGINE;
+    None there: `lm` itself, eager torch)."""
+    engine = engine or eng.engine_from_env()
+    if engine is None:
+        return lm
+    return EngineSmolLM2.through(lm, engine, threads)
