@@ -13,7 +13,8 @@ from examples import squad
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 SMOLLM_ADAPTER = MODELS / "smollm2_lora.npz"  # SmolLM2's adapters for SQuAD answers (examples/train_llm.py)
-NARROW = {"answer.precision": [0, 1]}  # float16 (value 2) runs 4x slower than float32 on these CPUs (no fp16 units)
+NARROW = {"answer.precision": [0, 1]}  # the MiniLM readers' float16 (value 2) runs 4x slower than float32 on
+# these CPUs (no fp16 units); the LLM systems offer only the values their probe found to pay
 
 
 def answer_qos(output: str, reference) -> float:

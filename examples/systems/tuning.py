@@ -119,7 +119,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
             raise ApproxError(f"the exact program answers none of {tried} tuning questions right: nothing to "
                               "tune against (try --llm-tuning-qos agreement)", where="examples.systems")
     tune_ref = None if tuning_qos == "agreement" else tune_a
-    narrow = {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
+    # the readers' float16 never pays here; the LLM's precision values are those its probe found to pay
+    narrow = {} if described.llm else {k: v for k, v in NARROW.items() if k in {s.name for s in program.knobs()}}
     search = Search(n_trials=trials, mode="both", sampler=sampler, seed=seed, narrow=narrow,
                     timeout=None if seconds is None else max(seconds / 2, 1e-6),
                     jobs=jobs if getattr(program, "spec", None) else 1)
