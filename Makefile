@@ -23,9 +23,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # RAG-BM25 with SmolLM2 answering end to end at a small size: compile, tune, evaluate held out, report under
-# reports/ (examples/demo.py; about 5 minutes on 2 cores); `make demo SYSTEM=rag_bm25`: the MiniLM readers, larger;
+# reports/ (examples/demo.py; about 5 minutes on 2 cores), SmolLM2's exact path through the CPU engine ($(ENGINE));
+# `make demo SYSTEM=rag_bm25`: the MiniLM readers, larger;
 # the compiler-only demo is `$(PY) -m approx_opt.demo`
-demo: install
+demo: install $(ENGINE)
 	$(PY) -m examples.demo --system $(SYSTEM)
 
 # Debian's chromium and postgresql for the browser and shared-study tests (apt-get as root; elsewhere they skip)
