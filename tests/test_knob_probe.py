@@ -11,8 +11,8 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.machine import PROBE_FILE, machine_key, paying_values
 
-# loop length per value: a quarter, 2.5x the exact work
-WORK = {None: 200_000, "half": 50_000, "bfloat16": 50_000, "slow": 500_000}
+# loop length per value: a quarter, 2.5x, 10x the exact work
+WORK = {None: 200_000, "half": 50_000, "bfloat16": 50_000, "slow": 500_000, "hopeless": 2_000_000}
 
 
 def run_at(calls: list):
@@ -43,6 +43,13 @@ def test_a_cheaper_value_pays_and_a_slower_one_is_left_out(tmp_path):
     calls.clear()
     assert paying_values("m.precision", run_at(calls), ("half", "slow"), log=None) == ["half"]
     assert calls == []
+
+
+def test_a_value_far_slower_in_its_first_run_is_not_timed_again():
+    """10x the exact work: its warm-up alone tells (a fresh machine's probe skips minutes of float16)."""
+    calls = []
+    assert paying_values("m.precision", run_at(calls), ("half", "hopeless"), log=None) == ["half"]
+    assert calls.count("hopeless") == 1 and calls.count("half") == 3
 
 
 def test_a_new_candidate_is_measured_alone():

@@ -29,6 +29,7 @@ from frontends.components.folders import cache_dir
 DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8")
 MIN_GAIN = 1.15  # a value pays when the probe runs at least this much faster than the exact one
 MIN_SAME = 0.5  # ... and gives the exact output on at least this share of the probe's inputs
+HOPELESS = 0.25  # a value whose first run (its build included) is 4x slower than the exact one is not timed again
 PROBE_FILE = "knob_probe.json"
 LEAVE_OUT_ENV = "APPROX_LEAVE_OUT"
 
@@ -99,21 +100,30 @@ def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequenc
     exact value's}): `run_at(None)` (exact) and `run_at(value)` timed side by side
     (`_clock`), alternating, the best of `rounds` each (one warm-up run of each
     first: it builds the value's variant, and its outputs, a sequence, are compared; none:
-    all equal)."""
+    all equal). A value whose warm-up, its build included, took over 1 / HOPELESS times the
+    exact warm-up's time is not timed again: its warm-up ratio stands (float16 on a CPU
+    without fp16 units: 0.13x, minutes of a fresh machine's probe)."""
     clock = _clock(device)
-    outputs = {v: list(run_at(v) or ()) for v in (None, *candidates)}
+    outputs, warm = {}, {}
+    for v in (None, *candidates):
+        t0 = clock()
+        outputs[v] = list(run_at(v) or ())
+        warm[v] = clock() - t0
     n = len(outputs[None])
     same = {v: round(sum(a == b for a, b in zip(outputs[v], outputs[None])) / n, 3) if n else 1.0
             for v in candidates}
+    hopeless = {v: round(warm[None] / max(warm[v], 1e-9), 3) for v in candidates
+                if warm[None] < HOPELESS * warm[v]}
+    timed = [v for v in candidates if v not in hopeless]
     best: dict = {}
-    for r in range(rounds):
-        for v in candidates:
+    for r in range(rounds if timed else 0):
+        for v in timed:
             for which in ((None, v) if r % 2 == 0 else (v, None)):
                 t0 = clock()
                 run_at(which)
                 dt = clock() - t0
                 best[which] = min(best.get(which, dt), dt)
-    return {v: round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
+    return {v: hopeless[v] if v in hopeless else round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
 
 
 def paying_values(what: str, run_at: Callable[[str | None], object], candidates: Sequence[str],
