@@ -55,6 +55,17 @@ def test_bfloat16_variant():
     assert a.model.endswith("[bfloat16]") and any(a.text in c for c in CONTEXTS)
 
 
+def test_int8_variant_answers_with_int8_weights():
+    """A reader shares a label with the LLM in the RAG-LLM systems: it takes the LLM's int8 too."""
+    r = untrained_reader(0)
+    q = r.with_precision("int8")
+    assert q is r.with_precision("int8") and q.with_precision("float32") is r
+    assert any(b.dtype == torch.int8 for b in q.module.buffers())
+    assert all(p.dtype == torch.float32 for p in r.module.parameters())  # the root is untouched
+    a = q.answer(QUESTION, CONTEXTS)
+    assert a.model.endswith("[int8]") and any(a.text in c for c in CONTEXTS)
+
+
 def test_weights_round_trip_through_npz(tmp_path):
     model = untrained_span_model(layers=2, seed=3)
     with torch.no_grad():  # give the adapters something to carry

@@ -19,7 +19,9 @@ import numpy as np
 import torch
 
 from approx_dialect.diagnostics import ApproxError
+from approx_dialect.precision import FLOATS
 from frontends.components.llm.base import Answer, AnswerModel
+from frontends.components.llm.int8 import quantise_linears
 from frontends.components.llm.span_model import load_span_model, minilm_dir
 from frontends.components.variants import Variants
 
@@ -35,6 +37,7 @@ def load_tokenizer(model_dir: Path | None = None):
 
 class ExtractiveReader(Variants, AnswerModel):
     supports = frozenset({"max_new_tokens", "precision"})  # max_new_tokens: the longest span
+    precisions = FLOATS | {"int8"}
     deterministic = True  # the best span of one forward pass on the process's torch threads
 
     def __init__(self, module: torch.nn.Module, tokenizer=None, name: str = "reader",
@@ -53,7 +56,10 @@ class ExtractiveReader(Variants, AnswerModel):
 
     def build_variant(self, precision: str, layers: int | None) -> ExtractiveReader:
         other = copy.copy(self)
-        other.module = copy.deepcopy(self.module).to(getattr(torch, precision))
+        if precision == "int8":  # weight-only, float32 activations: the value an LLM of the same label may take
+            other.module = quantise_linears(copy.deepcopy(self.module), torch.float32, skip=())
+        else:
+            other.module = copy.deepcopy(self.module).to(getattr(torch, precision))
         return other
 
     def encode(self, question: str, contexts: list[str]):
