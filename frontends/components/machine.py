@@ -116,7 +116,7 @@ def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequenc
                 if warm[None] < HOPELESS * warm[v]}
     timed = [v for v in candidates if v not in hopeless]
     best: dict = {}
-    for r in range(rounds if timed else 0):
+    for r in range(rounds):
         for v in timed:
             for which in ((None, v) if r % 2 == 0 else (v, None)):
                 t0 = clock()
