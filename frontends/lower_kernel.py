@@ -152,29 +152,7 @@ class KernelLowering(KernelArrays, KernelCalls, BodyLowering):
         return self.convert(self.scalar(value, "a value"), t) if t is not None else value
 
     # ------------------------------------------------------------ expressions
-    def expr(self, node: ast.expr):
-        self.node = node
-        if isinstance(node, ast.Constant):
-            return self.constant(node.value)
-        if isinstance(node, ast.Name):
-            v = self.lookup(node.id, node)
-            if v is not None:
-                return v
-            return self.global_value(node.id, node)
-        if isinstance(node, ast.BinOp):
-            left, right = self.expr(node.left), self.expr(node.right)
-            self.node = node
-            return self.binop(node.op, left, right)
-        if isinstance(node, ast.UnaryOp):
-            return self.unaryop(node)
-        if isinstance(node, ast.Compare):
-            return self.lower_compare(node)
-        if isinstance(node, ast.BoolOp):
-            return self.lower_boolop(node)
-        if isinstance(node, ast.IfExp):
-            return self.lower_ifexp(node)
-        if isinstance(node, ast.Call):
-            return self.call(node)
+    def other_expr(self, node: ast.expr):
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Attribute):
@@ -183,14 +161,11 @@ class KernelLowering(KernelArrays, KernelCalls, BodyLowering):
             return tuple(self.scalar(self.expr(e), "a tuple element") for e in node.elts)
         raise self.unsupported(f"{type(node).__name__} expression in a kernel", node)
 
-    def global_value(self, name: str, node) -> Val:
-        value = self.src.resolve(name)
-        if value is MISSING:
-            raise self.error(f"name '{name}' is not defined", node)
+    def global_value(self, value, name: str) -> Val:
         if isinstance(value, (bool, int, float, np.number, np.bool_)):
             return self.constant(value)
         raise self.error(f"'{name}' is a {type(value).__name__}; a kernel can read numbers from "
-                         "globals, arrays must be passed as arguments", node)
+                         "globals, arrays must be passed as arguments")
 
     def attribute(self, node: ast.Attribute) -> Val:
         value = self.resolve_static(node)

@@ -6,9 +6,9 @@ Values are `!pyobj.obj`; parameters annotated int / float / bool are i64 / f64 /
 access and index is a `pyobj.call` of the Python callable that performs it
 (resolved now from the function's closure, globals and builtins), so the generated
 Python (`frontends.pygen`) does exactly what the source does, in the same order.
-Loops stay loops: `for i in range(...)` is an scf.for over i64, any other
-`for x in xs` an scf.for over the indices of `xs` (materialised once), `while` is
-scf.while; list/set/dict comprehensions are loops too. `if` is scf.if.
+Loops stay loops (`python_loops`: `for` over a range or any sequence, comprehensions),
+`while` is scf.while, `if` is scf.if; what orchestration code and kernels read alike
+(statements, names, operators, calls) is dispatched in `lowering.BodyLowering`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from frontends import pyruntime as rt
 from frontends.components.declare import Component
 from frontends.knob_config import Decorated
 from frontends.lowering import BodyLowering, Val
+from frontends.python_loops import PythonLoops
 from frontends.source import MISSING, FunctionSource
 
 SCALAR_ANNOTATIONS = {int: i64, float: f64, bool: i1}
 
 
-class PythonLowering(BodyLowering):
+class PythonLowering(PythonLoops, BodyLowering):
     """One orchestration function -> func.func over !pyobj.obj."""
 
     # ------------------------------------------------------------ building blocks
@@ -43,7 +44,7 @@ class PythonLowering(BodyLowering):
         op = self.emit(CallOp(idx, name, [self.obj(a).ssa for a in args], list(kw), [OBJ] * results))
         return Val(op.res[0]) if results == 1 else None
 
-    def const(self, value) -> Val:
+    def constant(self, value) -> Val:
         return Val(self.emit(ConstOp(self.const_attr(value))).result)
 
     def const_attr(self, value):
@@ -71,14 +72,14 @@ class PythonLowering(BodyLowering):
 
     # ------------------------------------------------------------ hooks of BodyLowering
     def implicit_return(self):
-        return [self.const(None)]
+        return [self.constant(None)]
 
     def return_values(self, node):
-        return [self.obj(self.expr(node))] if node is not None else [self.const(None)]
+        return [self.obj(self.expr(node))] if node is not None else [self.constant(None)]
 
     def placeholder(self, t):
         if isinstance(t, ObjType):
-            return self.const(None)
+            return self.constant(None)
         return Val(self.emit(arith.ConstantOp(FloatAttr(0.0, t) if t == f64 else IntegerAttr(0, t))).result)
 
     def unify_types(self, a: Val, b: Val):
@@ -102,41 +103,14 @@ class PythonLowering(BodyLowering):
         return value
 
     # ------------------------------------------------------------ expressions
-    def expr(self, node: ast.expr) -> Val:
-        self.node = node
-        if isinstance(node, ast.Constant):
-            return self.const(node.value)
-        if isinstance(node, ast.Name):
-            v = self.lookup(node.id, node)
-            if v is not None:
-                return v
-            value = self.src.resolve(node.id)
-            if value is MISSING:
-                raise self.error(f"name '{node.id}' is not defined", node)
-            return self.global_value(value, node.id)
-        if isinstance(node, ast.BinOp):
-            a, b = self.expr(node.left), self.expr(node.right)
-            self.node = node
-            return self.binop(node.op, a, b)
-        if isinstance(node, ast.UnaryOp):
-            v = self.expr(node.operand)
-            self.node = node
-            return self.pycall(rt.UNARY[type(node.op).__name__], [v])
-        if isinstance(node, ast.Compare):
-            return self.lower_compare(node)
-        if isinstance(node, ast.BoolOp):
-            return self.lower_boolop(node)
-        if isinstance(node, ast.IfExp):
-            return self.lower_ifexp(node)
-        if isinstance(node, ast.Call):
-            return self.call(node)
+    def other_expr(self, node: ast.expr) -> Val:
         if isinstance(node, ast.Attribute):
             static = self.resolve_static(node)
             if static is not MISSING:
                 return self.global_value(static, ast.unparse(node))
             base = self.expr(node.value)
             self.node = node
-            return self.pycall(builtins.getattr, [base, self.const(node.attr)])
+            return self.pycall(builtins.getattr, [base, self.constant(node.attr)])
         if isinstance(node, ast.Subscript):
             base = self.expr(node.value)
             index = self.index(node.slice)
@@ -177,7 +151,8 @@ class PythonLowering(BodyLowering):
 
     def index(self, node: ast.expr) -> Val:
         if isinstance(node, ast.Slice):
-            parts = [self.expr(p) if p is not None else self.const(None) for p in (node.lower, node.upper, node.step)]
+            parts = [self.expr(p) if p is not None else self.constant(None)
+                     for p in (node.lower, node.upper, node.step)]
             return self.pycall(builtins.slice, parts)
         if isinstance(node, ast.Tuple) and any(isinstance(e, ast.Slice) for e in node.elts):
             return self.pycall(rt.build_tuple, [self.index(e) for e in node.elts])
@@ -186,6 +161,11 @@ class PythonLowering(BodyLowering):
     def binop(self, op, a: Val, b: Val, inplace: bool = False) -> Val:
         table = rt.INPLACE if inplace else rt.BINARY
         return self.pycall(table[type(op).__name__], [a, b])
+
+    def unaryop(self, node: ast.UnaryOp) -> Val:
+        v = self.expr(node.operand)
+        self.node = node
+        return self.pycall(rt.UNARY[type(node.op).__name__], [v])
 
     def compare(self, op, a: Val, b: Val) -> Val:
         return self.pycall(rt.COMPARE[type(op).__name__], [a, b])
@@ -246,12 +226,12 @@ class PythonLowering(BodyLowering):
         parts = []
         for v in node.values:
             if isinstance(v, ast.Constant):
-                parts.append(self.const(v.value))
+                parts.append(self.constant(v.value))
             else:
                 value = self.expr(v.value)
-                spec = self.fstring(v.format_spec) if v.format_spec is not None else self.const("")
+                spec = self.fstring(v.format_spec) if v.format_spec is not None else self.constant("")
                 self.node = node
-                parts.append(self.pycall(rt.format_value, [value, self.const(v.conversion), spec]))
+                parts.append(self.pycall(rt.format_value, [value, self.constant(v.conversion), spec]))
         self.node = node
         return self.pycall(rt.fstring, parts)
 
@@ -264,7 +244,7 @@ class PythonLowering(BodyLowering):
         elif isinstance(target, ast.Attribute):
             base = self.expr(target.value)
             self.node = target
-            self.pycall(builtins.setattr, [base, self.const(target.attr), value])
+            self.pycall(builtins.setattr, [base, self.constant(target.attr), value])
         else:
             raise self.unsupported(f"assignment to {type(target).__name__}", target)
 
@@ -275,7 +255,7 @@ class PythonLowering(BodyLowering):
             key = self.index(t.slice)
             get, put, keyv = operator.getitem, operator.setitem, key
         elif isinstance(t, ast.Attribute):
-            get, put, keyv = builtins.getattr, builtins.setattr, self.const(t.attr)
+            get, put, keyv = builtins.getattr, builtins.setattr, self.constant(t.attr)
         else:
             raise self.unsupported(f"augmented assignment to {type(t).__name__}", t)
         old = self.pycall(get, [base, keyv])
@@ -311,82 +291,6 @@ class PythonLowering(BodyLowering):
         passed.add_op(scf.YieldOp())
         self.node = s
         self.emit(scf.IfOp(ok, [], Region(passed), Region(fail)))
-
-    # ------------------------------------------------------------ loops
-    def _literal_int(self, node: ast.expr):
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            inner = self._literal_int(node.operand)
-            return -inner if inner is not None else None
-        return None
-
-    def loop_over(self, iterable: ast.expr, body_fn, names, node) -> None:
-        if isinstance(iterable, ast.Call) and self.resolve_static(iterable.func) is builtins.range \
-                and not iterable.keywords and 1 <= len(iterable.args) <= 3 \
-                and not any(isinstance(a, ast.Starred) for a in iterable.args):
-            step = self._literal_int(iterable.args[2]) if len(iterable.args) == 3 else 1
-            if step is not None and step != 0:  # else: the generic path (exact for any step)
-                args = []
-                for a in iterable.args:
-                    lit = self._literal_int(a)
-                    args.append(self.const_int(lit) if lit is not None else self.convert(self.expr(a), i64))
-                self.node = node
-                return self.range_loop(args, lambda iv: body_fn(iv), names, node)
-        seq = self.pycall(rt.as_sequence, [self.expr(iterable)])
-        n = self.convert(self.pycall(builtins.len, [seq]), i64)
-
-        def element(iv: Val) -> None:
-            body_fn(self.pycall(operator.getitem, [seq, iv]))
-
-        self.range_loop([n], element, names, node)
-
-    def comprehension(self, node) -> Val:
-        """[elt for x in xs if c ...] as loops appending to a fresh list (set, dict);
-        a generator expression gives a list."""
-        self.node = node
-        if isinstance(node, ast.SetComp):
-            acc, add = self.pycall(rt.build_set, []), set.add
-        elif isinstance(node, ast.DictComp):
-            acc, add = self.pycall(rt.build_dict, []), operator.setitem
-        else:
-            acc, add = self.pycall(rt.build_list, []), list.append
-        saved_vars, saved_partial = dict(self.vars), set(self.partial)
-
-        def level(i: int) -> None:
-            gen = node.generators[i]
-            if gen.is_async:
-                raise self.unsupported("async comprehension", gen)
-
-            def body(element: Val) -> None:
-                self.assign(gen.target, element)
-                self._guarded(list(gen.ifs), lambda: level(i + 1) if i + 1 < len(node.generators) else emit_item())
-
-            self.loop_over(gen.iter, body, [], gen)
-
-        def emit_item() -> None:
-            if isinstance(node, ast.DictComp):
-                k, v = self.expr(node.key), self.expr(node.value)
-                self.pycall(add, [acc, k, v])
-            else:
-                self.pycall(add, [acc, self.expr(node.elt)])
-
-        level(0)
-        self.vars, self.partial = saved_vars, saved_partial
-        return acc
-
-    def _guarded(self, conds: list, inner) -> None:
-        if not conds:
-            return inner()
-        ok = self.truth(self.expr(conds[0]))
-        then = Block()
-        saved, self.block = self.block, then
-        self._guarded(conds[1:], inner)
-        self.emit(scf.YieldOp())
-        self.block = saved
-        other = Block()
-        other.add_op(scf.YieldOp())
-        self.emit(scf.IfOp(ok, [], Region(then), Region(other)))
 
 
 def _is_orchestration(fn) -> bool:

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IntegerAttr, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from frontends.lower_loops import LoopLowering
-from frontends.source import FunctionSource, normalize
+from frontends.source import MISSING, FunctionSource, normalize
 from frontends.values import RAISED, Returned, Val
 
 __all__ = ["BodyLowering", "Val"]
@@ -34,8 +34,9 @@ _STATEMENTS = {"FunctionDef": "a nested function definition (define it at module
 
 class BodyLowering(LoopLowering):
     """One Python function -> one func.func. Subclasses implement the expression
-    hooks (`expr`, `truth`, `unify_types`, `convert`, `store`, loops over values,
-    `implicit_return`)."""
+    hooks (`other_expr` and what `expr` dispatches to: `constant`, `global_value`,
+    `binop`, `unaryop`, `compare`, `call`; `truth`, `unify_types`, `convert`,
+    `store`, loops over values, `implicit_return`)."""
 
     def __init__(self, src: FunctionSource, builder, name: str):
         self.src, self.builder, self.name = src, builder, name
@@ -155,6 +156,38 @@ class BodyLowering(LoopLowering):
             raise self.unsupported("break (loops run to their end; use while with a condition)", s)
         else:
             raise self.unsupported(_STATEMENTS.get(type(s).__name__, f"{type(s).__name__.lower()} statement"), s)
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, node: ast.expr):
+        """The node's value. The forms both lowerings read the same way (names,
+        operators, comparisons, `and`/`or`, `x if c else y`, calls) are dispatched
+        here to the subclass's hooks; any other goes to its `other_expr`."""
+        self.node = node
+        if isinstance(node, ast.Constant):
+            return self.constant(node.value)
+        if isinstance(node, ast.Name):
+            v = self.lookup(node.id, node)
+            if v is not None:
+                return v
+            value = self.src.resolve(node.id)
+            if value is MISSING:
+                raise self.error(f"name '{node.id}' is not defined", node)
+            return self.global_value(value, node.id)
+        if isinstance(node, ast.BinOp):
+            left, right = self.expr(node.left), self.expr(node.right)
+            self.node = node
+            return self.binop(node.op, left, right)
+        if isinstance(node, ast.UnaryOp):
+            return self.unaryop(node)
+        if isinstance(node, ast.Compare):
+            return self.lower_compare(node)
+        if isinstance(node, ast.BoolOp):
+            return self.lower_boolop(node)
+        if isinstance(node, ast.IfExp):
+            return self.lower_ifexp(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        return self.other_expr(node)
 
     def expr_statement(self, node: ast.expr) -> None:
         self.expr(node)
