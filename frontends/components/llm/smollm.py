@@ -49,7 +49,7 @@ from frontends.components.llm.base import Answer, AnswerModel, build_prompt, fir
 from frontends.components.llm.causal import sequence_confidence
 from frontends.components.llm.generation import processors, transformers_options
 from frontends.components.llm.int8 import quantise_linears
-from frontends.components.llm.span_model import LoRALinear
+from frontends.components.llm.span_model import LoRALinear, fill, weights_file
 from frontends.components.llm.token_exit import greedy
 from frontends.components.variants import Variants
 
@@ -159,27 +159,13 @@ def save_adapter(model, path: str | Path, rank: int, alpha: float, exits=()) -> 
 def load_adapter(model, path: str | Path) -> tuple[int, ...]:
     """Attach and fill the adapters and exit maps of `path`; returns the trained exit depths."""
     path = Path(path)
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise ApproxError(f"cannot read the adapter file: {err}", where=str(path)) from None
-    with data:
-        if "__meta__" not in data.files:
-            raise ApproxError("not an adapter file (no __meta__ = [rank, alpha, exits...])", where=str(path))
+    with weights_file(path, "the adapter file", "rank, alpha, exits...") as data:
         rank, alpha, *exits = data["__meta__"].tolist()
         names = set(attach_lora(model, int(rank), float(alpha))) | set(attach_exit_maps(model, [int(k) for k in exits]))
-        missing, extra = sorted(names - set(data.files)), sorted(set(data.files) - names - {"__meta__"})
-        if missing or extra:
-            what = f"lacks {missing[0]}" if missing else f"has unknown weight {extra[0]}"
-            raise ApproxError(f"adapter file {what} ({len(missing)} missing, {len(extra)} unknown)", where=str(path))
-        params = dict(model.named_parameters())
-        with torch.no_grad():
-            for name in names:
-                if params[name].shape != data[name].shape:
-                    raise ApproxError(f"weight {name} has shape {data[name].shape}, expected "
-                                      f"{tuple(params[name].shape)}", where=str(path))
-                params[name].copy_(torch.from_numpy(data[name].astype(np.float32)))
-                params[name].requires_grad_(False)
+        fill(model, data, names, "the adapter file", path)
+    params = dict(model.named_parameters())
+    for name in names:
+        params[name].requires_grad_(False)
     return tuple(int(k) for k in exits)
 
 

@@ -11,6 +11,8 @@ files load here. (The untrained network the tests use is in tests/tiny_models.py
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -92,26 +94,40 @@ def load_span_model(path: str | Path, model_dir: Path | None = None) -> SpanMode
     """A trained span model from its `.npz` (adapters + head); clear errors for a
     missing file or one that does not hold every trained weight."""
     path = Path(path)
+    with weights_file(path, "reader weights", "layers, rank, alpha") as data:
+        layers, rank, alpha = data["__meta__"].tolist()
+        model = SpanModel(int(layers), int(rank), float(alpha), model_dir)
+        fill(model, data, [k for k, v in model.named_parameters() if v.requires_grad], "reader weights", path)
+    return model.eval()
+
+
+@contextmanager
+def weights_file(path: Path, what: str, meta: str) -> Iterator:
+    """The open `.npz` of trained weights at `path` (no pickle), for the readers and
+    SmolLM2's adapters alike: one-line errors naming `what` when it cannot be read
+    or has no `__meta__` row (`meta` says what that row holds)."""
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as err:
-        raise ApproxError(f"cannot read reader weights: {err}", where=str(path)) from None
+        raise ApproxError(f"cannot read {what}: {err}", where=str(path)) from None
     with data:
         if "__meta__" not in data.files:
-            raise ApproxError("not a reader weights file (no __meta__ = [layers, rank, alpha])", where=str(path))
-        layers, rank, alpha = data["__meta__"].tolist()
-        model = SpanModel(int(layers), int(rank), float(alpha), model_dir)
-        params = dict(model.named_parameters())
-        trained = {k for k, v in params.items() if v.requires_grad}
-        missing = sorted(trained - set(data.files))
-        extra = sorted(set(data.files) - trained - {"__meta__"})
-        if missing or extra:
-            what = f"lacks {missing[0]}" if missing else f"has unknown weight {extra[0]}"
-            raise ApproxError(f"reader weights {what} ({len(missing)} missing, {len(extra)} unknown)", where=str(path))
-        with torch.no_grad():
-            for name in trained:
-                if params[name].shape != data[name].shape:
-                    raise ApproxError(f"weight {name} has shape {data[name].shape}, expected "
-                                      f"{tuple(params[name].shape)}", where=str(path))
-                params[name].copy_(torch.from_numpy(data[name].astype(np.float32)))
-    return model.eval()
+            raise ApproxError(f"{what} has no __meta__ = [{meta}]", where=str(path))
+        yield data
+
+
+def fill(model: nn.Module, data, names: Iterable[str], what: str, path: Path) -> None:
+    """Copy the weights `names` of `data` into `model` (as float32), once the file is
+    known to hold exactly those (and `__meta__`), each with its parameter's shape."""
+    names = set(names)
+    missing, extra = sorted(names - set(data.files)), sorted(set(data.files) - names - {"__meta__"})
+    if missing or extra:
+        lack = f"lacks {missing[0]}" if missing else f"has unknown weight {extra[0]}"
+        raise ApproxError(f"{what} {lack} ({len(missing)} missing, {len(extra)} unknown)", where=str(path))
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name in sorted(names):
+            if params[name].shape != data[name].shape:
+                raise ApproxError(f"weight {name} has shape {data[name].shape}, expected "
+                                  f"{tuple(params[name].shape)}", where=str(path))
+            params[name].copy_(torch.from_numpy(data[name].astype(np.float32)))
