@@ -21,7 +21,8 @@ it to nested `scf.if` and erases this annotation.
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Sequence
+from typing import TypeVar, cast
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i32
 from xdsl.irdl import irdl_op_definition, prop_def
@@ -31,6 +32,7 @@ from approx_dialect.annotations import AnnotationOp, require_func, symbol_name
 from approx_dialect.ops import I32Array, i32_array
 
 CASCADE = "cascade"
+T, U = TypeVar("T"), TypeVar("U")
 
 
 def decode(k: int, variants: int, n_thresholds: int) -> tuple[int, int] | None:
@@ -39,6 +41,18 @@ def decode(k: int, variants: int, n_thresholds: int) -> tuple[int, int] | None:
     if k == 0:
         return None
     return (k - 1) // n_thresholds + 1, (k - 1) % n_thresholds
+
+
+def escalation(k: int, cheaper: Sequence[T], thresholds: Sequence[U]) -> tuple[list[T], U] | None:
+    """Knob -> (the cheaper stages asked before the exact one, in order, and the
+    acceptance threshold); None for k = 0 (the exact one alone). What every cascade
+    runs, so they cannot drift apart: the function cascade (stages are variant
+    numbers), the component op's (cheaper models) and `ModelCascade`."""
+    decoded = decode(k, len(cheaper), len(thresholds))
+    if decoded is None:
+        return None
+    start, t_index = decoded
+    return list(cheaper[start - 1:]), thresholds[t_index]
 
 
 def variant_name(func_name: str, j: int) -> str:

@@ -21,7 +21,7 @@ from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.ir import Block, Region, SSAValue
 
 from approx_dialect import KnobOp, TransformOp, symbol_name
-from approx_dialect.cascade import CASCADE, AnnotationCascadeOp, decode, variant_name
+from approx_dialect.cascade import CASCADE, AnnotationCascadeOp, escalation, variant_name
 from approx_dialect.diagnostics import ApproxError
 from passes.ir_utils import ModuleSymbols, parent_func
 
@@ -57,7 +57,8 @@ def _stage(j: int, fname: str, confidence: str, args, types, threshold, rest: Re
     return [call, score, ok, branch]
 
 
-def lower(transform: TransformOp, func: FuncOp, ann: AnnotationCascadeOp, start: int, threshold: int) -> None:
+def lower(transform: TransformOp, func: FuncOp, ann: AnnotationCascadeOp, asked: list[int], threshold: int) -> None:
+    """The region -> variants `asked` (numbers, in order), each kept when confident, then the exact body."""
     fname = func.sym_name.data
     block = transform.parent_block()
     terminator = block.last_op
@@ -82,12 +83,12 @@ def lower(transform: TransformOp, func: FuncOp, ann: AnnotationCascadeOp, start:
     t = arith.ConstantOp(IntegerAttr(threshold, i32))
     block.insert_op_before(t, terminator)
     rest = Region(exact)
-    for j in range(ann.variants.value.data, start, -1):
+    for j in reversed(asked[1:]):
         ops = _stage(j, fname, ann.confidence.data, args, types, t.result, rest)
         inner = Block()
         inner.add_ops([*ops, scf.YieldOp(*ops[-1].results)])
         rest = Region(inner)
-    ops = _stage(start, fname, ann.confidence.data, args, types, t.result, rest)
+    ops = _stage(asked[0], fname, ann.confidence.data, args, types, t.result, rest)
     for new in ops:
         new.location = transform.location
         block.insert_op_before(new, terminator)
@@ -106,10 +107,9 @@ def apply(transform: TransformOp, symbols: ModuleSymbols) -> None:
             f"{len(thresholds)} threshold(s) give knobs 1..{n_variants * len(thresholds)} (0 is exact)",
             transform,
         )
-    choice = decode(k, n_variants, len(thresholds))
-    if choice is not None:
-        start, t_index = choice
-        lower(transform, func, ann, start, thresholds[t_index])
+    chain = escalation(k, range(1, n_variants + 1), thresholds)
+    if chain is not None:
+        lower(transform, func, ann, *chain)
     others = [op for op in func.walk() if isinstance(op, TransformOp) and op is not transform
               and op.transform_type.data == CASCADE]
     if not others:

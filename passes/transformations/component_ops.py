@@ -18,7 +18,9 @@ transform_type has elsewhere (knob 0 changes nothing: exact):
   values[(k-1) // T], keeps its answer when `component.confidence` >=
   thresholds[(k-1) % T], else asks the next one, ending at the op itself (an
   `scf.if` chain: the escalation is in the IR); an op that already calls one of
-  the cheaper models is left as it is.
+  the cheaper models is left as it is. Which models are asked, in which order, is
+  `approx_dialect.cascade.escalation`, as for `ModelCascade` (llm/escalation.py,
+  which says how the two differ).
 A `decided` knob is set per input instead: each case of its function's decision
 tree (same transform_type) rewrites the component ops of its own copy of the body.
 The annotations are erased once applied.
@@ -31,7 +33,7 @@ from xdsl.dialects.builtin import FloatAttr, ModuleOp, UnitAttr, f64
 from xdsl.ir import Block, Operation, Region
 
 from approx_dialect import TransformOp, symbol_name
-from approx_dialect.cascade import decode
+from approx_dialect.cascade import escalation
 from approx_dialect.component import ComponentOp, ConfidenceOp, FallbackOp, GenerateOp
 from approx_dialect.component_knobs import AnnotationComponentOp
 from approx_dialect.diagnostics import ApproxError
@@ -86,8 +88,8 @@ def _skip(op: ComponentOp, ann: AnnotationComponentOp) -> None:
     op.erase()
 
 
-def _cascade(op: GenerateOp, models: list, start: int, threshold: float) -> None:
-    """op -> ask models[start], keep it when confident, else the next ... else op."""
+def _cascade(op: GenerateOp, models: list, threshold: float) -> None:
+    """op -> ask models[0], keep its answer when confident, else the next ... else op."""
     block = op.parent_block()
     answer = op.answer
 
@@ -108,7 +110,7 @@ def _cascade(op: GenerateOp, models: list, start: int, threshold: float) -> None
         branch = scf.IfOp(ok.result, [answer.type], Region(keep), Region(escalate))
         return [cheap, conf, limit, ok, branch], branch.results[0]
 
-    ops, value = chain(start)
+    ops, value = chain(0)
     for new in ops:
         block.insert_op_before(new, op)
     answer.replace_all_uses_with(value)
@@ -136,8 +138,7 @@ def apply(module: ModuleOp, ann: AnnotationComponentOp, k: int | None = None, re
         elif ttype == "cascade":
             if op.properties["model"] in values:
                 continue  # already a cheaper model: nothing to escalate from
-            first, threshold = decode(k, len(values), len(ann.thresholds.data))
-            _cascade(op, values, first - 1, ann.thresholds.data[threshold].value.data)
+            _cascade(op, *escalation(k, values, [t.value.data for t in ann.thresholds.data]))
         else:
             op.properties[ann.parameter.data] = values[k - 1]
 

@@ -1,15 +1,26 @@
 """Answer models made of other answer models: the confidence cascade and the fallback.
 
 `ModelCascade` has exactly the semantics of the `cascade` transformation
-(docs/cascade.md; knob decoding shared with `approx_dialect.cascade.decode`):
-variants 1..V (cheapest first), then the exact model; knob k = 0 asks the exact
-model only; k in 1..V*T starts at variant s = (k-1) // T + 1 and accepts a
-variant's answer when confidence >= thresholds[(k-1) % T] (a confidence equal to
-the threshold is accepted), else asks the next one, and after variant V the exact
-model. Thresholds here are confidences in [0, 1] (the IR scales them to parts
-per million, an i32). A variant that fails (an ApproxError: unreachable, timeout,
-garbage) counts as not confident: the next model answers, and `error` says why;
-only a failure of the exact model is the cascade's error.
+(docs/cascade.md): variants 1..V (cheapest first), then the exact model; knob k = 0
+asks the exact model only; k in 1..V*T starts at variant s = (k-1) // T + 1 and
+accepts a variant's answer when confidence >= thresholds[(k-1) % T] (a confidence
+equal to the threshold is accepted), else asks the next one, and after variant V
+the exact model. Which models are asked, in which order, with which threshold is
+`approx_dialect.cascade.escalation`, the function the component cascade and the
+function cascade run too. Thresholds here are confidences in [0, 1] (the IR of a
+function cascade scales them to parts per million, an i32).
+
+It is not the component cascade (`Tune.cascade` on a `Generate`, whose escalation
+the pass writes into the program's IR as an `scf.if` chain): that one is a knob the
+autotuner tunes and decision trees set per input, each stage a component call timed,
+cached and reused on its own, and a failing stage fails the configuration (a FAIL
+trial saying why). `ModelCascade` is one answer model with its knob fixed when it is
+built, for reliability: a variant that fails (an ApproxError: unreachable, timeout,
+garbage) counts as not confident, the next model answers and `error` says why (only
+a failure of the exact model is the cascade's error); the answer records every stage
+asked (`stages`) and counts all their tokens; `confidence=` may score answers
+another way. Use `Tune.cascade` to tune a program's escalation; `ModelCascade` to
+hand a program (or a `Generate`) one model that escalates past failures.
 
 `Fallback` is SafetyContract for answer models: the primary answers unless it
 fails (an ApproxError: unreachable endpoint, timeout) or a checker rejects its
@@ -20,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from approx_dialect.cascade import decode
+from approx_dialect.cascade import escalation
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import GENERATION, Answer, AnswerModel
 
@@ -51,11 +62,11 @@ class ModelCascade(AnswerModel):
 
     def plan(self) -> tuple[list[AnswerModel], float | None]:
         """(models in the order they may be asked, acceptance threshold)."""
-        decoded = decode(self.knob, len(self.variants), len(self.thresholds))
-        if decoded is None:
+        chain = escalation(self.knob, self.variants, self.thresholds)
+        if chain is None:
             return [self.exact], None
-        start, t_index = decoded
-        return [*self.variants[start - 1:], self.exact], self.thresholds[t_index]
+        cheaper, threshold = chain
+        return [*cheaper, self.exact], threshold
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None, **options) -> Answer:
         models, threshold = self.plan()
