@@ -4,6 +4,7 @@ knob / decide / try / transform ops and erase them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i32, i64
@@ -133,10 +134,17 @@ class AnnotationDecisionTreeOp(AnnotationOp):
     decisions = prop_def(I32Array)
 
     def verify_(self) -> None:
-        func = require_func(self, self.func_name.data, "function")
-        verify_transform_type(self.transform_type.data)
-        verify_ladder(self)
-        verify_state_function(self, func, 1)
+        verify_decision_annotation(self, verify_ladder, 1)
+
+
+def verify_decision_annotation(op: Any, verify_decisions: Callable[[Any], None], n_states: int) -> None:
+    """The checks of decision_tree and decision_tree_multi, which differ only in how
+    the decisions are given: the function, the transform, the decisions, then the
+    state function (returning `n_states` i32)."""
+    func = require_func(op, op.func_name.data, "function")
+    verify_transform_type(op.transform_type.data)
+    verify_decisions(op)
+    verify_state_function(op, func, n_states)
 
 
 def state_indices(op: Any, func: FuncOp) -> list[int]:

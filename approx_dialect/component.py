@@ -77,6 +77,19 @@ class ComponentOp(IRDLOperation):
     component = prop_def(StringAttr)
     cache = opt_prop_def(IntegerAttr)
 
+    def __init__(self, operands: Sequence[SSAValue | Sequence[SSAValue]], component: str, provider: str,
+                 **params):
+        """Every component op is built alike: its operands, one `!pyobj.obj` result, the
+        label, the provider symbol under `PROVIDER`, then the settings given."""
+        props: dict[str, Attribute] = {"component": StringAttr(component), self.PROVIDER: SymbolRefAttr(provider)}
+        for k, v in params.items():
+            if v is None:
+                continue
+            if not isinstance(v, Attribute):
+                v = FloatAttr(v, f64) if isinstance(v, float) else IntegerAttr(int(v), i64)
+            props[k] = v
+        super().__init__(operands=list(operands), result_types=[OBJ], properties=props)
+
     def provider(self) -> str:
         return cast(SymbolRefAttr, self.properties[self.PROVIDER]).root_reference.data
 
@@ -99,17 +112,6 @@ class ComponentOp(IRDLOperation):
 
 CACHE = Setting("cache", "int", "runtime", "the results of the last n distinct inputs are kept")
 """Every component op's result cache (`memoize` sets it)."""
-
-
-def _props(component: str, provider: tuple[str, str], **params) -> dict[str, Attribute]:
-    props: dict[str, Attribute] = {"component": StringAttr(component), provider[0]: SymbolRefAttr(provider[1])}
-    for k, v in params.items():
-        if v is None:
-            continue
-        if not isinstance(v, Attribute):
-            v = FloatAttr(v, f64) if isinstance(v, float) else IntegerAttr(int(v), i64)
-        props[k] = v
-    return props
 
 
 def _names(attr: Attribute | None) -> list[str] | None:
@@ -168,8 +170,7 @@ class GenerateOp(ComponentOp):
     answer = result_def(ObjType)
 
     def __init__(self, args: Sequence[SSAValue], component: str, model: str, **params):
-        super().__init__(operands=[list(args)], result_types=[OBJ],
-                         properties=_props(component, ("model", model), **params))
+        super().__init__([list(args)], component, model, **params)
 
     def verify_(self) -> None:
         super().verify_()
@@ -208,8 +209,7 @@ class EmbedOp(ComponentOp):
     embedding = result_def(ObjType)
 
     def __init__(self, text: SSAValue, component: str, encoder: str, **params):
-        props = _props(component, ("encoder", encoder), **params)
-        super().__init__(operands=[text], result_types=[OBJ], properties=props)
+        super().__init__([text], component, encoder, **params)
 
 
 RETRIEVE_SETTINGS = (
@@ -233,8 +233,7 @@ class RetrieveOp(ComponentOp):
     hits = result_def(ObjType)
 
     def __init__(self, query: SSAValue, component: str, retriever: str, top_k: int, **params):
-        super().__init__(operands=[query], result_types=[OBJ],
-                         properties=_props(component, ("retriever", retriever), top_k=top_k, **params))
+        super().__init__([query], component, retriever, top_k=top_k, **params)
 
 
 @irdl_op_definition
@@ -247,8 +246,7 @@ class ToolCallOp(ComponentOp):
     calls = result_def(ObjType)
 
     def __init__(self, request: SSAValue, component: str, tools: str, router: str):
-        super().__init__(operands=[request], result_types=[OBJ],
-                         properties=_props(component, ("tools", tools), router=SymbolRefAttr(router)))
+        super().__init__([request], component, tools, router=SymbolRefAttr(router))
 
 
 @irdl_op_definition
@@ -273,7 +271,7 @@ class ToolRunOp(ComponentOp):
     result = result_def(ObjType)
 
     def __init__(self, args: Sequence[SSAValue], component: str, tool: str):
-        super().__init__(operands=[list(args)], result_types=[OBJ], properties=_props(component, ("tool", tool)))
+        super().__init__([list(args)], component, tool)
 
 
 @irdl_op_definition

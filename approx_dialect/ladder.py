@@ -23,6 +23,15 @@ def _values(attr) -> list[int]:
     return list(attr.get_values())
 
 
+def verify_threshold_bounds(t: int, k: int, lowers: Sequence[int], uppers: Sequence[int], what: str) -> None:
+    """Threshold `t` lies within the bounds of index `k` (one bound for all, or one
+    per index): the ladder and the decision tree bound their thresholds alike."""
+    lo = lowers[k if len(lowers) > 1 else 0] if lowers else None
+    hi = uppers[k if len(uppers) > 1 else 0] if uppers else None
+    if (lo is not None and t < lo) or (hi is not None and t > hi):
+        raise VerifyException(f"{what} is outside its range [{lo}, {hi}] (thresholds_lowers, thresholds_uppers)")
+
+
 def verify_ladder(op) -> None:
     """Check the ladder properties of `op` (decide op or decision_tree annotation)."""
     thresholds = _values(op.thresholds)
@@ -49,13 +58,7 @@ def verify_ladder(op) -> None:
                 f"({len(thresholds)})"
             )
     for i, t in enumerate(thresholds):
-        lo = lowers[i if len(lowers) > 1 else 0] if lowers else None
-        hi = uppers[i if len(uppers) > 1 else 0] if uppers else None
-        if (lo is not None and t < lo) or (hi is not None and t > hi):
-            raise VerifyException(
-                f"threshold {i} = {t} is outside its range [{lo}, {hi}] "
-                "(thresholds_lowers, thresholds_uppers)"
-            )
+        verify_threshold_bounds(t, i, lowers, uppers, f"threshold {i} = {t}")
     if not values:
         raise VerifyException("decision_values is empty; list the allowed knob values")
     if any(d < 0 for d in decisions):

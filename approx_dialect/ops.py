@@ -7,7 +7,8 @@ the passes later rely on and say what is wrong in words a user can act on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -73,6 +74,16 @@ def verify_block_args(region: Region, operands: Sequence[SSAValue], what: str) -
         raise VerifyException(
             f"{what} region takes {_types(args)} but the op passes {_types(operands)}"
         )
+
+
+def verify_decide(op, verify_decisions: Callable[[Any], None], n_states: int, state: str) -> None:
+    """The checks of decide and decide_tree, which differ only in how the decisions
+    are given: the transform, the decisions, then the state region (`state` names it
+    in errors), which takes the op's state operands and yields `n_states` i32."""
+    verify_transform_type(op.transform_type.data)
+    verify_decisions(op)
+    verify_block_args(op.state, op.state_args, f"{op.name} state")
+    verify_yield_types(op.state, [i32] * n_states, state)
 
 
 @irdl_op_definition
@@ -171,10 +182,7 @@ class DecideOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        verify_transform_type(self.transform_type.data)
-        verify_ladder(self)
-        verify_block_args(self.state, self.state_args, "approx.decide state")
-        verify_yield_types(self.state, [i32], "approx.decide state")
+        verify_decide(self, verify_ladder, 1, "approx.decide state")
 
 
 @irdl_op_definition

@@ -67,6 +67,12 @@ def is_scalar(t: Attribute) -> bool:
     return isinstance(t, IntegerType | IndexType) or type(t).__name__.startswith("Float")
 
 
+def _require_scalar(t: Attribute, what: str) -> None:
+    """Box and unbox convert the same scalar types, and say so alike."""
+    if not is_scalar(t):
+        raise VerifyException(f"{what} an integer, index or float, got {t}")
+
+
 def _check_const(value: Attribute) -> None:
     if isinstance(value, ArrayAttr):
         for v in value.data:
@@ -191,8 +197,7 @@ class BoxOp(IRDLOperation):
         super().__init__(operands=[value], result_types=[OBJ])
 
     def verify_(self) -> None:
-        if not is_scalar(self.input.type):
-            raise VerifyException(f"pyobj.box takes an integer, index or float, got {self.input.type}")
+        _require_scalar(self.input.type, "pyobj.box takes")
 
 
 @irdl_op_definition
@@ -205,8 +210,7 @@ class UnboxOp(IRDLOperation):
         super().__init__(operands=[value], result_types=[result_type])
 
     def verify_(self) -> None:
-        if not is_scalar(self.result.type):
-            raise VerifyException(f"pyobj.unbox gives an integer, index or float, got {self.result.type}")
+        _require_scalar(self.result.type, "pyobj.unbox gives")
 
 
 @irdl_op_definition

@@ -38,15 +38,9 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent
 from xdsl.utils.exceptions import VerifyException
 
-from approx_dialect.annotations import AnnotationOp, require_func, verify_state_function
-from approx_dialect.ops import (
-    I32Array,
-    KnobOp,
-    i32_array,
-    verify_block_args,
-    verify_transform_type,
-    verify_yield_types,
-)
+from approx_dialect.annotations import AnnotationOp, verify_decision_annotation
+from approx_dialect.ladder import verify_threshold_bounds
+from approx_dialect.ops import I32Array, KnobOp, i32_array, verify_decide
 
 TREE_ARRAYS = ("tree_features", "tree_thresholds", "tree_left", "tree_right", "tree_decisions")
 
@@ -109,13 +103,7 @@ def _check_nodes(a, n: int, num_features: int, values: list[int], lowers, uppers
                 raise VerifyException(
                     f"node {i}: {side} = {child} is out of range (the tree has {n} nodes, 0..{n - 1})"
                 )
-        lo = lowers[f if len(lowers) > 1 else 0] if lowers else None
-        hi = uppers[f if len(uppers) > 1 else 0] if uppers else None
-        if (lo is not None and t < lo) or (hi is not None and t > hi):
-            raise VerifyException(
-                f"node {i}: threshold {t} of feature {f} is outside its range [{lo}, {hi}] "
-                "(thresholds_lowers, thresholds_uppers)"
-            )
+        verify_threshold_bounds(t, f, lowers, uppers, f"node {i}: threshold {t} of feature {f}")
 
 
 def _check_is_tree(a, n: int) -> None:
@@ -221,11 +209,8 @@ class DecideTreeOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        verify_transform_type(self.transform_type.data)
-        verify_tree(self)
-        verify_block_args(self.state, self.state_args, "approx.decide_tree state")
         n = self.num_features.value.data
-        verify_yield_types(self.state, [i32] * n, f"approx.decide_tree (num_features = {n}) state")
+        verify_decide(self, verify_tree, n, f"approx.decide_tree (num_features = {n}) state")
 
     def tree(self) -> dict[str, list[int]]:
         return _arrays(self)
@@ -251,10 +236,7 @@ class AnnotationDecisionTreeMultiOp(AnnotationOp):
     decision_values = prop_def(I32Array)
 
     def verify_(self) -> None:
-        func = require_func(self, self.func_name.data, "function")
-        verify_transform_type(self.transform_type.data)
-        verify_tree(self)
-        verify_state_function(self, func, self.num_features.value.data)
+        verify_decision_annotation(self, verify_tree, self.num_features.value.data)
 
     def tree(self) -> dict[str, list[int]]:
         return _arrays(self)

@@ -76,34 +76,29 @@ def knob_for_decision(symbols: ModuleSymbols, ann) -> KnobOp:
     return knob
 
 
-def emit_decide(symbols: ModuleSymbols, ann: AnnotationDecisionTreeOp) -> None:
+def _emit_decide(symbols: ModuleSymbols, ann, op_type: type[DecideOp] | type[DecideTreeOp], **decisions) -> None:
+    """decision_tree and decision_tree_multi become their decide op alike (the state
+    region, the transform, the bounds, at the start of the knob); only how the
+    decisions are given differs (`decisions`, the op's own keywords)."""
     knob = knob_for_decision(symbols, ann)
-    decide = DecideOp(
+    decide = op_type(
         *_state_region(symbols, knob, ann),
         transform_type=ann.transform_type.data,
-        thresholds=ann.thresholds.get_values(),
-        decisions=ann.decisions.get_values(),
         thresholds_lowers=ann.thresholds_lowers.get_values(),
         thresholds_uppers=ann.thresholds_uppers.get_values(),
         decision_values=ann.decision_values.get_values(),
+        **decisions,
     )
     decide.location = ann.location
     _at_start(knob, decide)
+
+
+def emit_decide(symbols: ModuleSymbols, ann: AnnotationDecisionTreeOp) -> None:
+    _emit_decide(symbols, ann, DecideOp, thresholds=ann.thresholds.get_values(), decisions=ann.decisions.get_values())
 
 
 def emit_decide_tree(symbols: ModuleSymbols, ann: AnnotationDecisionTreeMultiOp) -> None:
-    knob = knob_for_decision(symbols, ann)
-    decide = DecideTreeOp(
-        *_state_region(symbols, knob, ann),
-        transform_type=ann.transform_type.data,
-        tree=ann.tree(),
-        num_features=ann.num_features.value.data,
-        thresholds_lowers=ann.thresholds_lowers.get_values(),
-        thresholds_uppers=ann.thresholds_uppers.get_values(),
-        decision_values=ann.decision_values.get_values(),
-    )
-    decide.location = ann.location
-    _at_start(knob, decide)
+    _emit_decide(symbols, ann, DecideTreeOp, tree=ann.tree(), num_features=ann.num_features.value.data)
 
 
 def emit_transform(symbols: ModuleSymbols, ann: AnnotationTransformOp) -> None:
