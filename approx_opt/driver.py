@@ -64,10 +64,20 @@ def run_pipeline(
     with gc_paused():
         ctx = make_context(allow_unregistered) if allow_unregistered else None
         module = parse_module(text, filename, ctx=ctx, line_offset=line_offset)
+        lower_module(module, spec, config, verify_each, ctx)
+        return print_module(module, generic=generic, props_as_attrs=props_as_attrs)
+
+
+def lower_module(module: ModuleOp, spec: str, config: dict | None = None, verify_each: bool = False,
+                 ctx: Context | None = None) -> ModuleOp:
+    """`run_pipeline` on a parsed module, in place: its knobs set to `config`, the passes
+    applied, the result verified (a caller that has the module saves a print and a parse).
+    A RecursionError (deeply nested input) leaves it half lowered: the caller then runs
+    `run_pipeline` from text, which retries with room for it."""
+    with gc_paused():
         if config:
             apply_config(module, config)
-        apply_passes(module, spec, verify_each, ctx)
-        return print_module(module, generic=generic, props_as_attrs=props_as_attrs)
+        return apply_passes(module, spec, verify_each, ctx)
 
 
 @contextmanager

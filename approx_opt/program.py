@@ -50,11 +50,20 @@ OPTIONAL: dict[str, tuple[str, str]] = {
                "cut ladders; absent: cuts spread over the ladder's range"),
     "untimed": ("method", "() -> a context the QoS (warm-up) pass runs in, never a timed pass (e.g. reading "
                 "kept outputs); absent: none"),
+    "kept_only": ("method", "() -> a context like `untimed` in which a call that was not kept raises `NotKept` "
+                  "instead of running: a configuration scored from kept outputs alone (the strategy's sweep); "
+                  "absent: no sweep"),
     "keep_outputs": ("method", "(path) -> True when the program keeps its deterministic components' outputs "
                      "in `path` (then timing is modelled from them); absent: nothing kept"),
     "reuse_counts": ("method", "() -> {'reused': n, 'run': n}: kept calls read and calls run in this process, "
                      "for the result; absent: not reported"),
 }
+
+
+class NotKept(BaseException):
+    """Raised in a program's `kept_only` context by a call whose output was not kept:
+    the configuration cannot be scored without running a model. A BaseException, so
+    that no recovery path of the program (a safety contract, a fallback) answers it."""
 
 
 def offered(program: Any, name: str) -> Any:

@@ -37,7 +37,7 @@ _EXPORTS = {
     "read_result": "autotuner.results",
     "SearchSpace": "autotuner.space",
     "Measurer": "autotuner.measure",
-    "Measurement": "autotuner.measure",
+    "Measurement": "autotuner.figures",
     "get_metric": "autotuner.metrics",
     "MlirProgram": "approx_opt.program",
     "load_program": "autotuner.loading",

@@ -7,7 +7,9 @@ slice figures and the user attr `pruned`; a configuration proposed again ends
 PRUNED with `duplicate_of` and is not an evaluation; a trial copied from another
 study carries `reused_from` (`REUSED`) and is not an evaluation either; a FAIL
 trial with the user attr `error` did not build or run, one without it was
-interrupted (Ctrl-C, a killed worker) and is neither counted nor seeded from.
+interrupted (Ctrl-C, a killed worker) and is neither counted nor seeded from; a trial with
+`scored` was scored from kept outputs by the strategy's sweep (no run: counted apart
+from the evaluations, as `scored`).
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def counts(study: optuna.Study) -> dict[str, int]:
 
 
 def tally(trials: Sequence[FrozenTrial]) -> dict[str, int]:
-    c = dict(evaluated=0, pruned=0, failed=0, running=0, total=0, duplicates=0, waiting=0, reused=0)
+    c = dict(evaluated=0, pruned=0, failed=0, running=0, total=0, duplicates=0, waiting=0, reused=0, scored=0)
     for t in trials:
         c["total"] += 1
         if t.state == TrialState.RUNNING:
@@ -95,6 +97,8 @@ def tally(trials: Sequence[FrozenTrial]) -> dict[str, int]:
                 c["duplicates"] += 1
             elif REUSED in t.user_attrs:
                 c["reused"] += 1
+            elif t.user_attrs.get("scored"):  # from kept outputs, no model run: not one of `n_trials`
+                c["scored"] += 1
             else:
                 c["evaluated"] += 1
                 c["pruned"] += bool(t.user_attrs.get("pruned"))

@@ -75,6 +75,8 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--repeats", type=int, default=5, help="timed samples per measurement (default 5)")
     r.add_argument("--stage-fraction", type=float, default=0.2,
                    help="share of the tuning inputs in the first stage (0: no staged evaluation)")
+    r.add_argument("--sweep", type=int, default=5000, help="dynamic configurations scored from kept component "
+                   "outputs at most, before the dynamic search (default 5000; 0: no sweep)")
     r.add_argument("--clock", default="auto", choices=["auto", "wall", "cpu"])
     r.add_argument("--money", metavar="MODULE:FN", help="money cost of one run, FN(config, args, output) -> "
                    "float (e.g. an API's price); reported per trial")
@@ -172,7 +174,8 @@ def cmd_run(a) -> int:
     out = Path(a.out) if a.out else None
     progress = sys.stderr.isatty() if a.progress is None else a.progress
     search = Search(n_trials=a.trials, mode=a.mode, sampler=a.sampler, seed=a.seed, patience=a.patience,
-                    timeout=a.timeout, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, jobs=a.jobs)
+                    timeout=a.timeout, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, jobs=a.jobs,
+                    sweep=a.sweep)
     cost = Cost(objective=a.objective, money=_load_fn(a.money, "money cost function") if a.money else None,
                 clock=a.clock, repeats=a.repeats)
     storage = Storage(url=a.storage, study_name=a.study_name, out_dir=out, warm_start=a.warm_start)

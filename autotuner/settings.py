@@ -57,7 +57,9 @@ class Search:
     each mode's search (checked between trials: the same call again resumes);
     `stage_fraction`: share of the tuning inputs a configuration runs on first (0:
     no stages); `narrow` / `fix`: knob -> values / setting (`SearchSpace.narrow`,
-    `SearchSpace.fix`); `jobs`: worker processes running trials."""
+    `SearchSpace.fix`); `jobs`: worker processes running trials; `sweep`: dynamic
+    configurations the strategy's sweep scores from kept outputs at most (0: none;
+    `autotuner.strategy`)."""
 
     n_trials: int = 40
     mode: str = "both"
@@ -69,6 +71,7 @@ class Search:
     narrow: Mapping | None = None
     fix: Mapping | None = None
     jobs: int = 1
+    sweep: int = 5000
 
     def __post_init__(self):
         _count(self.n_trials, "n_trials must be a positive integer")
@@ -87,6 +90,8 @@ class Search:
                 raise ApproxError(f"{name} must map knob names to settings, got {getattr(self, name)!r}",
                                   where=WHERE)
         _count(self.jobs, "jobs must be a positive integer")
+        if isinstance(self.sweep, bool) or not isinstance(self.sweep, int) or self.sweep < 0:
+            raise ApproxError(f"sweep must be a number of configurations >= 0, got {self.sweep!r}", where=WHERE)
 
     @property
     def modes(self) -> tuple[str, ...]:

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from approx_dialect.diagnostics import ApproxError
+from autotuner.figures import Figures, Measurement, PairedTiming, check_exact_qos, summarise
 from autotuner.loading import as_program
-from autotuner.measure import Figures, Measurement, Measurer, PairedTiming, as_args, check_exact_qos, summarise
+from autotuner.measure import Measurer, as_args
 from autotuner.metrics import get_metric
 from autotuner.workers import build, check_picklable
 

@@ -17,6 +17,11 @@ tool), which `tune()` runs on any such program:
    decision's state is high, or low, or across the widest gaps between groups of
    states (`dynamic_seeds`; states from the program's `states(inputs)`, else thresholds
    spread over the ladder's range).
+   Then the **sweep** (`sweep_configs`, run by `autotuner._sweep`): around each front
+   configuration, every ladder cut at the midpoints between groups of the tuning inputs'
+   states, with every mix of the values that configuration was already measured at; a
+   program that keeps its components' outputs scores each of these from kept outputs
+   alone (no model runs), so hundreds or thousands of dynamic configurations cost seconds.
 4. **One front.** A static configuration is a dynamic one whose decisions are all
    equal: the dynamic front is the Pareto front of the dynamic trials and the static
    front (`merge_static_front`), so dynamic >= static by construction.
@@ -25,7 +30,9 @@ tool), which `tune()` runs on any such program:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import random
 from pathlib import Path
 
 from approx_opt.program import offered
@@ -138,6 +145,51 @@ def dynamic_seeds(space, static_configs: list[dict], states: list[int] | None) -
                 cuts += [(gaps, [k] + [0] * n), (gaps, [0] * n + [k])]
             out += [{**uniform, d.name: ladder(d, ts, decisions)} for ts, decisions in cuts]
     return out
+
+
+SWEEP_CUTS = 8  # threshold positions per ladder the sweep tries
+
+
+def sweep_cuts(d, states: list[int] | None, n: int = SWEEP_CUTS) -> list[int]:
+    """Up to n threshold positions for ladder `d`: midpoints between consecutive distinct
+    states of the tuning inputs (each cell then holds inputs), evenly spread over them;
+    without states, evenly over the ladder's range."""
+    lo, hi = d.bounds[0][0], d.bounds[-1][1]
+    if states:
+        distinct = sorted(set(states))
+        mids = [(a + b + 1) // 2 for a, b in zip(distinct, distinct[1:])]
+    else:
+        mids = [lo + (hi - lo) * i // (n + 1) for i in range(1, n + 1)]
+    mids = sorted({min(max(t, lo), hi) for t in mids})
+    if len(mids) <= n:
+        return mids
+    return sorted({mids[round(i * (len(mids) - 1) / (n - 1))] for i in range(n)})
+
+
+def sweep_configs(space, base: dict, d, values: list[int], states: list[int] | None,
+                  seed: int = 0) -> list[dict]:
+    """`base` with ladder `d` cut at every choice of its thresholds among `sweep_cuts`
+    and every mix of `values` as its decisions (all equal left out: a static
+    configuration), in a seeded random order."""
+    cuts = sweep_cuts(d, states)
+    n = len(d.bounds)
+    out = [{**base, d.name: {"thresholds": list(ts), "decisions": list(ds)}}
+           for ts in itertools.combinations(cuts, n)
+           for ds in itertools.product(sorted(values), repeat=n + 1) if len(set(ds)) > 1]
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def uniform(base: dict, d, value: int) -> dict:
+    """`base` with ladder `d` deciding `value` everywhere (its thresholds as they are)."""
+    current = base[d.name]
+    thresholds = current.get("thresholds") or [lo for lo, _ in d.bounds]
+    return {**base, d.name: {"thresholds": list(thresholds), "decisions": [value] * (len(d.bounds) + 1)}}
+
+
+def sweep_ladders(space) -> list:
+    """The ladders the sweep cuts: dynamic, free, one state each (not multi-feature trees)."""
+    return [d for d in space.dims if d.dynamic and d.fixed is None and not d.tree_features]
 
 
 def states_of(program, inputs) -> list[int] | None:

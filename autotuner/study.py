@@ -44,6 +44,7 @@ from autotuner._front_figures import eval_front, time_front, transformed_ir
 from autotuner._records import REUSED, TIMED, counts, front, hypervolume_of_study, records
 from autotuner._sampling import TrialSeeded
 from autotuner._seeding import end_abandoned, enqueue_seeds, queue_new, requeue_interrupted
+from autotuner._sweep import sweep
 from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
@@ -58,6 +59,7 @@ from autotuner.workers import Job, progress_line, run_workers
 from frontends.quiet import verbose
 
 WHERE = "<approx-tune>"
+SWEEP_SHARE = 0.5  # of the dynamic mode's time left, at most, for the sweep (with a timeout)
 log = logging.getLogger(__name__)
 
 
@@ -127,10 +129,13 @@ def _prepare(job: Job, settings: dict, sqlite: bool, notes: list[str], first=Non
 
 def _search_facts(result, studies, timing: str, kept: str | None, plan, program) -> dict:
     """What a person needs to trust the search: configurations measured per mode (and
-    stopped after the first stage), how they were timed, the front points timed
-    paired, what the kept outputs held, and the strategy's plan."""
-    facts = {"timing": timing, "configurations": {}, "stopped_at_first_stage": {}, "front_timed": {}}
+    stopped after the first stage, and scored from kept outputs by the sweep), how they
+    were timed, the front points timed paired, what the kept outputs held, and the
+    strategy's plan."""
+    facts = {"timing": timing, "configurations": {}, "stopped_at_first_stage": {}, "front_timed": {},
+             "scored_from_kept": {}}
     for m, study in studies.items():
+        facts["scored_from_kept"][m] = counts(study)["scored"]
         facts["configurations"][m] = sum(1 for t in result.all_trials if t.mode == m)
         facts["stopped_at_first_stage"][m] = sum(1 for t in result.all_trials if t.mode == m and t.pruned)
         facts["front_timed"][m] = sum(1 for k in study.user_attrs if k.startswith(TIMED))
@@ -138,9 +143,9 @@ def _search_facts(result, studies, timing: str, kept: str | None, plan, program)
         from frontends.components.kept import KeptOutputs
 
         reuse_counts = offered(program, "reuse_counts")
-        counts = reuse_counts() if reuse_counts else None
+        reuse = reuse_counts() if reuse_counts else None
         facts["kept_outputs"] = {"file": kept, "calls": len(KeptOutputs(kept)),
-                                 **({"read_here": counts["reused"], "run_here": counts["run"]} if counts else {})}
+                                 **({"read_here": reuse["reused"], "run_here": reuse["run"]} if reuse else {})}
     if plan is not None:
         facts["fixed"] = plan["negligible"]
     return facts
@@ -292,6 +297,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                                    url.startswith("sqlite"), notes, first)
             t0 = time.perf_counter()
             try:
+                if m == "dynamic" and plan is not None and timing == "model" and search.sweep:
+                    tune_m = tune_m or _tuning_measurer(program, tune_in, tune_ref, metric, cost)
+                    _sweep_front(study, space, tune_m, program, float(budget), tune_in, job.deadline, search, say)
                 run_workers(job, jobs, study, m, progress, tune_m)
                 if timing == "model":
                     tune_m = tune_m or _tuning_measurer(program, tune_in, tune_ref, metric, cost)
@@ -316,6 +324,19 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     finally:
         if isinstance(eval_m, ShardedEvaluation):
             eval_m.close()
+
+
+def _sweep_front(study, space, measurer, program, budget: float, tune_in, deadline, search: Search, say) -> None:
+    """The strategy's sweep before the dynamic sampler (`autotuner._sweep`): with a
+    timeout, in at most half the mode's time."""
+    if deadline is not None:
+        deadline = time.time() + SWEEP_SHARE * max(0.0, deadline - time.time())
+    tally = sweep(study, space, measurer, program, budget, strategy.states_of(program, tune_in), deadline,
+                  limit=search.sweep, seed=search.seed, say=say)
+    study.set_user_attr("sweep", {k: study.user_attrs.get("sweep", {}).get(k, 0) + v for k, v in tally.items()})
+    if say:
+        say(f"sweep: {tally['scored']} dynamic configurations scored from kept outputs, {tally['not_kept']} "
+            "would run a model")
 
 
 def _tuning_measurer(program, inputs, references, metric, cost: Cost) -> Measurer:

@@ -19,7 +19,7 @@ import numpy as np
 
 from approx_dialect.context import print_module
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.driver import run_pipeline
+from approx_opt.driver import lower_module, run_pipeline
 from approx_opt.parsing import parse_module
 from frontends.build import ModuleBuilder, emit_annotations
 from frontends.components.runtime import OpTimes, Reuse
@@ -81,6 +81,7 @@ class KnobFunction(Decorated, Measured):
             self._src_error = err
         self._kind: str | None = None
         self._modules: dict = {}  # signature key -> (text, env, entry symbol)
+        self._parsed: dict = {}  # annotated IR text -> its module, parsed once (`_annotated` copies it)
         self._runners: dict[str, _Runner] = {}
         self._config: dict = {}
         self._runner: _Runner | None = None
@@ -136,18 +137,18 @@ class KnobFunction(Decorated, Measured):
         = as annotated. Checked now: unknown knobs and values outside a knob's range raise."""
         config = dict(config or {})
         if config:
-            apply_config(parse_module(self._module()[0]), config)
+            apply_config(self._annotated(), config)
         self._config = config
         self._runner, self._fast = self._runner_for(config), None
 
     def knobs(self) -> list[KnobSpec]:
         """The search space, read from the annotations of the lowered module."""
-        return knob_specs(parse_module(self._module()[0]))
+        return knob_specs(self._annotated())
 
     def build(self, config: dict) -> typing.Callable:
         """A callable running this function with its knobs set to `config`."""
         if config:
-            apply_config(parse_module(self._module()[0]), dict(config))
+            apply_config(self._annotated(), dict(config))
         return self._runner_for(dict(config or {}))
 
     def ir(self, after: bool = False, config: dict | None = None, args: tuple | None = None,
@@ -251,6 +252,19 @@ class KnobFunction(Decorated, Measured):
                 found = self._modules[key] = self._lower(key)
             return found
 
+    def _annotated(self, key: tuple | None = None):
+        """A copy of the annotated module for a signature key: parsed once, copied for
+        each configuration (a tuner builds hundreds; a copy costs a small part of a parse)."""
+        text = self._module(key)[0]
+        with self._lock:
+            module = self._parsed.get(text)
+            if module is None:
+                module = self._parsed[text] = parse_module(text, self.source.filename)
+            try:
+                return module.clone()
+            except RecursionError:  # deeply nested: parsed again, with room for it
+                return parse_module(text, self.source.filename)
+
     def arg_types(self, key: tuple = ()) -> list:
         """The IR types of the parameters (for a kernel: arrays typed by `key`)."""
         return self._arg_types(key)
@@ -322,16 +336,20 @@ class KnobFunction(Decorated, Measured):
     def _compile(self, config: dict, key: tuple):
         text, env, entry = self._module(key)
         with self._lock:
-            lowered = run_pipeline(text, PIPELINE, self.source.filename, config=config or None)
             if self.kind == "kernel":
                 from approx_opt.jit import compile_module
 
+                lowered = run_pipeline(text, PIPELINE, self.source.filename, config=config or None)
                 return compile_module(lowered).fn(entry)
             from frontends.components.runtime import ComponentRuntime
             from frontends.pygen import generate
 
+            try:
+                module = lower_module(self._annotated(key), PIPELINE, config or None)
+            except RecursionError:  # deeply nested: from text, with room for it
+                module = parse_module(run_pipeline(text, PIPELINE, self.source.filename, config=config or None))
             runtime = ComponentRuntime(self._components, self.reuse, self.times) if self._components else None
-            fn = generate(parse_module(lowered), env, self.python.__qualname__, runtime).fn(entry)
+            fn = generate(module, env, self.python.__qualname__, runtime).fn(entry)
             contract = self.knob_config.safety_contract
             return _recovering(fn, contract.recover, self.name) if contract is not None else fn
 

@@ -45,6 +45,11 @@ class Measured:
         result (`frontends.components.runtime.Reuse`); timed passes run every call."""
         return self.reuse.reading() if self.reuse.providers else contextlib.nullcontext()
 
+    def kept_only(self):
+        """`untimed`, where a kept provider's call not kept before raises `NotKept`
+        instead of running (the tuner scores configurations from kept outputs alone)."""
+        return self.reuse.reading(only=True) if self.reuse.providers else contextlib.nullcontext()
+
     def reuse_counts(self) -> dict[str, int]:
         """{'reused': untimed calls answered from kept results, 'run': calls run and kept}."""
         return self.reuse.counts()

@@ -85,3 +85,34 @@ def test_tune_times_the_front_and_a_later_study_reads_the_kept_outputs(tmp_path,
     again = kept_program(tmp_path, "again")  # a new process's build: the exact pass reads what was kept
     Measurer(again, questions, None, METRIC, timing="model")
     assert again.reuse_counts()["run"] == 0 and again.reuse_counts()["reused"] >= N
+
+
+def test_a_configuration_is_scored_from_kept_outputs_alone_or_not_at_all(tmp_path, questions):
+    program = kept_program(tmp_path)
+    m = Measurer(program, questions, None, METRIC, timing="model")
+    config = {"read": {"knob_val": 2}}
+    before = program.reuse_counts()["run"]
+    assert m.score(program.build(config), config) is None  # the fast reader never answered: not scored
+    assert program.reuse_counts()["run"] == before  # and no answer was generated to find out
+    measured = m.measure(program.build(config), config)  # runs it, keeping its answers
+    scored = m.score(program.build(config), config)
+    assert scored is not None and scored.modelled
+    assert (scored.qos, scored.qos_loss) == (measured.qos, measured.qos_loss)
+
+
+def test_tune_sweeps_dynamic_configurations_scored_from_kept_outputs(tmp_path, questions):
+    import optuna
+
+    program = kept_program(tmp_path)
+    fixed = {k.name: 0 for k in program.knobs() if k.name != "read"}  # the ladder alone: its values screened
+    r = tune(program, questions, None, metric=METRIC, budget=0.5,
+             search=Search(n_trials=5, mode="both", seed=1, fix=fixed, sweep=12), cost=Cost(repeats=1),
+             held_out=HeldOut(inputs=questions[:4], levels=[0.5]), storage=Storage(out_dir=tmp_path))
+    study = optuna.load_study(study_name=r.study_names["dynamic"], storage=f"sqlite:///{tmp_path / 'study.db'}")
+    scored = [t for t in study.trials if t.user_attrs.get("scored")]
+    assert 0 < len(scored) <= 12 and r.search["scored_from_kept"]["dynamic"] == len(scored)
+    config = scored[-1].user_attrs["config"]
+    assert len(set(config["read"]["decisions"])) > 1  # a dynamic configuration, mixing measured values
+    fresh = SystemProgram("fresh", rag_bm25.system.__wrapped__(tuple(squad.paragraphs()[:300])).program)
+    ran = Measurer(fresh, questions, None, METRIC, timing="paired", repeats=1).measure(fresh.build(config), config)
+    assert scored[-1].values[0] == pytest.approx(ran.qos_loss)  # scored as running it scores

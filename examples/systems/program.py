@@ -75,6 +75,11 @@ class SystemProgram:
         generating it again; timed passes still run every call."""
         return self.program.reuse.reading() if self.reuse else contextlib.nullcontext()
 
+    def kept_only(self):
+        """`untimed`, where an answer not kept before raises `NotKept` instead of
+        being generated (`KnobFunction.kept_only`)."""
+        return self.program.kept_only() if self.reuse else contextlib.nullcontext()
+
 
 def program_attribute(module: str, build: Callable[[], SystemProgram]) -> Callable[[str], SystemProgram]:
     """The `__getattr__` of `module` whose `program` is `build()` (built on first use,

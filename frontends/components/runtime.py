@@ -55,6 +55,7 @@ from xdsl.ir import Operation
 
 from approx_dialect.component import ConfidenceOp, EmbedOp, FallbackOp, GenerateOp, RetrieveOp, ToolCallOp, ToolRunOp
 from approx_dialect.diagnostics import ApproxError
+from approx_opt.program import NotKept
 from frontends.components.settings import (
     EmbedSettings,
     FallbackSettings,
@@ -98,6 +99,7 @@ class Reuse:
         self.costed = {"wall": 0.0, "cpu": 0.0}
         self.spent = {"wall": 0.0, "cpu": 0.0}
         self._reading = False
+        self._only = False  # reading kept results only: a call not kept raises NotKept
 
     def keep(self, providers=(), size: int = 100_000) -> None:
         """Keep the results of calls of ops whose providers (models, ...) are all among
@@ -117,17 +119,22 @@ class Reuse:
         self.store = KeptOutputs(path) if path is not None else None
 
     @contextmanager
-    def reading(self) -> Iterator[Reuse]:
+    def reading(self, only: bool = False) -> Iterator[Reuse]:
         """Within: a kept call returns the kept result instead of running (an untimed
-        pass: its outputs are the same, its cost is not measured but read)."""
-        before, self._reading = self._reading, True
+        pass: its outputs are the same, its cost is not measured but read). `only`: a
+        call of a kept provider that was not kept raises `NotKept` instead of running
+        (a configuration scored from kept results alone, or not at all)."""
+        before, self._reading, only_before, self._only = self._reading, True, self._only, only
         try:
             yield self
         finally:
-            self._reading = before
+            self._reading, self._only = before, only_before
 
     def is_reading(self) -> bool:
         return self._reading
+
+    def is_reading_only(self) -> bool:
+        return self._reading and self._only
 
     def counts(self) -> dict[str, int]:
         """{'reused': calls answered from kept results, 'run': calls run and kept}."""
@@ -221,6 +228,8 @@ class ComponentRuntime:
             reuse.hits += 1
             reuse.results[key] = kept
             return kept
+        if reuse.is_reading_only():
+            raise NotKept(f"{settings.label or op}: this call was not kept")
         if isinstance(settings, GenerateSettings):
             self.model(settings)  # building a variant is not the call's cost
         w0, c0 = time.perf_counter(), time.thread_time()
