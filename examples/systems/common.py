@@ -101,12 +101,14 @@ def answer_model_name(llm: bool) -> str:
     return "all-MiniLM-L6-v2 extractive reader + LoRA examples/models/reader_l6.npz"
 
 
-def margin(hits) -> float:
-    """Score of the best hit minus the second's: a large margin means retrieval is
-    sure of its top passage (measured on the tuning articles: BM25 margin >= 7.7
+def margin_state(hits, scale: int) -> int:
+    """Score of the best hit minus the second's, times `scale`, rounded: the answer
+    step's decision state (an integer, for its ladder). A large margin means retrieval
+    is sure of its top passage (measured on the tuning articles: BM25 margin >= 7.7
     puts the gold paragraph first 100 % of the time, against 80 % overall)."""
     scores = hits.scores
-    return float(scores[0] - scores[1]) if len(scores) > 1 else float(scores[0]) if len(scores) else 0.0
+    margin = float(scores[0] - scores[1]) if len(scores) > 1 else float(scores[0]) if len(scores) else 0.0
+    return int(round(scale * margin))
 
 
 def held_out_questions(n_tune: int, seed: int = 0, n_eval: int | None = None):

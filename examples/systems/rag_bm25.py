@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import functools
 
-from examples import squad
-from examples.systems.common import margin
+from examples.systems.common import margin_state
 from examples.systems.program import program_attribute
 from examples.systems.rag_program import TOP_K, RagSystem, rag_system
 
@@ -42,22 +41,25 @@ STAGES = {"prepare": ["bm25.preprocess"], "run": ["bm25.terms", "bm25.docs"]}
 
 
 def bm25_margin(hits) -> int:
-    return int(round(SCALE * margin(hits)))
+    return margin_state(hits, SCALE)
+
+
+def bm25_retrieval(corpus: tuple[str, ...]):
+    """The BM25 retriever over `corpus` and its component op, with its knobs."""
+    from frontends.components.declare import Retrieve, Tune
+    from frontends.components.retrieval import Bm25Retriever
+
+    retriever = Bm25Retriever(corpus, top_k=TOP_K)
+    return retriever, Retrieve("bm25", retriever, top_k=TOP_K,
+                               tune=[Tune.param("top_k", 2, 1), Tune.param("preprocess", 1, 2),
+                                     Tune.param("terms", *KERNEL_VALUES), Tune.param("docs", *KERNEL_VALUES)])
 
 
 @functools.lru_cache(maxsize=4)
 def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSystem:
     """The system over `corpus` (default: all SQuAD dev paragraphs), built once;
     `llm`: SmolLM2 answers (RAG-BM25-LLM)."""
-    from frontends.components.declare import Retrieve, Tune
-    from frontends.components.retrieval import Bm25Retriever
-
-    corpus = tuple(corpus or squad.paragraphs())
-    retriever = Bm25Retriever(corpus, top_k=TOP_K)
-    bm25 = Retrieve("bm25", retriever, top_k=TOP_K,
-                    tune=[Tune.param("top_k", 2, 1), Tune.param("preprocess", 1, 2),
-                          Tune.param("terms", *KERNEL_VALUES), Tune.param("docs", *KERNEL_VALUES)])
-    return rag_system("rag_bm25", corpus, retriever, bm25, bm25_margin, [400, 800], MARGIN_UPPER, STAGES, llm)
+    return rag_system("rag_bm25", corpus, bm25_retrieval, bm25_margin, [400, 800], MARGIN_UPPER, STAGES, llm)
 
 
 def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:

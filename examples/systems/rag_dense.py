@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import functools
 
-from examples import squad
-from examples.systems.common import margin
+from examples.systems.common import margin_state
 from examples.systems.program import program_attribute
 from examples.systems.rag_program import TOP_K, RagSystem, rag_system
 
@@ -43,19 +42,17 @@ STAGES = {"prepare": ["query.encoder", "query.precision"], "run": ["dense.dims",
 
 
 def dense_margin(hits) -> int:
-    return int(round(SCALE * margin(hits)))
+    return margin_state(hits, SCALE)
 
 
-@functools.lru_cache(maxsize=4)
-def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSystem:
-    """The system over `corpus` (default: all SQuAD dev paragraphs), built once;
-    `llm`: SmolLM2 answers (RAG-dense-LLM)."""
+def dense_retrieval(corpus: tuple[str, ...]):
+    """The dense retriever over `corpus` and its retrieval: the query's embedding,
+    then the similarity search (two component ops, with their knobs)."""
     from examples.systems.query_encoder import QueryEncoder
     from frontends import Knob
     from frontends.components.declare import Embed, Retrieve, Tune
     from frontends.components.retrieval import DenseRetriever
 
-    corpus = tuple(corpus or squad.paragraphs())
     retriever = DenseRetriever(corpus, top_k=TOP_K)
     encoder = QueryEncoder(retriever.encoder)
     query = Embed("query", encoder, tune=[Tune.substitute("encoder", *[encoder.first_layers(n) for n in LAYERS]),
@@ -68,7 +65,14 @@ def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSyste
     def search(question):
         return dense(query(question))
 
-    return rag_system("rag_dense", corpus, retriever, search, dense_margin, [40, 80], MARGIN_UPPER, STAGES, llm)
+    return retriever, search
+
+
+@functools.lru_cache(maxsize=4)
+def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSystem:
+    """The system over `corpus` (default: all SQuAD dev paragraphs), built once;
+    `llm`: SmolLM2 answers (RAG-dense-LLM)."""
+    return rag_system("rag_dense", corpus, dense_retrieval, dense_margin, [40, 80], MARGIN_UPPER, STAGES, llm)
 
 
 def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:

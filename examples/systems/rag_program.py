@@ -157,12 +157,18 @@ def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fa
     return Knob()(rag)
 
 
-def rag_system(name: str, corpus: Sequence[str], retriever, retrieve, state: Callable, thresholds: Sequence[int],
-               upper: int, stage_knobs: dict[str, Sequence[str]], llm: bool = False) -> RagSystem:
-    """The RAG system `name` (`llm`: `name`_llm, SmolLM2 answering) over `corpus`:
-    `retrieve` is its retrieval (a component op, or a decorated function of them) by
-    `retriever` (whose exact build is `RagSystem.search`); `state`, `thresholds` and
-    `upper` are the answer step's decision (`rag_program`)."""
+def rag_system(name: str, corpus: Sequence[str] | None, retrieval: Callable, state: Callable,
+               thresholds: Sequence[int], upper: int, stage_knobs: dict[str, Sequence[str]],
+               llm: bool = False) -> RagSystem:
+    """The RAG system `name` (`llm`: `name`_llm, SmolLM2 answering) over `corpus`
+    (None: all SQuAD dev paragraphs): `retrieval(corpus)` gives its retriever (whose
+    exact build is `RagSystem.search`) and its retrieval by it (a component op, or a
+    decorated function of them); `state`, `thresholds` and `upper` are the answer
+    step's decision (`rag_program`)."""
+    from examples import squad
+
+    corpus = tuple(corpus or squad.paragraphs())
+    retriever, retrieve = retrieval(corpus)
     name = f"{name}_llm" if llm else name
     answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
     program = rag_program(name, corpus, retrieve, answer, cheap, state, thresholds, upper)
