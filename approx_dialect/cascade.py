@@ -32,7 +32,8 @@ from approx_dialect.annotations import AnnotationOp, require_func, symbol_name
 from approx_dialect.ops import I32Array, i32_array
 
 CASCADE = "cascade"
-T, U = TypeVar("T"), TypeVar("U")
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 def decode(k: int, variants: int, n_thresholds: int) -> tuple[int, int] | None:

@@ -181,12 +181,13 @@ class Posterior:
 def hv_gains(front: list[tuple[float, float]], loss: np.ndarray, speed: np.ndarray, budget: float) -> np.ndarray:
     """Hypervolume each (loss, speed) point would add to `front` (reference point
     (budget, speedup 1)), for arrays of points at once."""
-    pts = sorted((max(lo, 0.0), sp) for lo, sp in front if lo <= budget)  # losses below 0 count as 0
+    pts = sorted((max(lo, 0.0), -sp) for lo, sp in front if lo <= budget)  # losses below 0 count as 0
     lows, best, steps = [0.0], 1.0, [1.0]
-    for lo, sp in pts:
-        best = max(best, sp)
-        lows.append(lo)
-        steps.append(best)
+    for lo, neg in pts:  # the staircase's steps: a point that raises no step would add an equal one
+        if -neg > best:
+            best = -neg
+            lows.append(lo)
+            steps.append(best)
     lows_a = np.array(lows)
     highs = np.append(lows_a[1:], budget)
     start = np.maximum(lows_a[None, :], np.maximum(loss, 0.0)[:, None])
