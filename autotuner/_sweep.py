@@ -21,14 +21,26 @@ from autotuner._records import CONSTRAINT, front, records
 from autotuner.space import SearchSpace, config_key
 
 SWEEP_LIMIT = 5000  # configurations scored at most by one sweep
+SWEEP_BASES = 16  # configurations the sweep varies: the front's, then the fastest other ones within the budget
 PROGRESS_SECONDS = 15.0  # a progress line this often
+
+
+def bases_of(recs: list, budget: float, n: int = SWEEP_BASES) -> list:
+    """What the sweep varies: the front (least approximate first), then the other
+    configurations measured on every tuning input within the budget, fastest first (a
+    point off the front may reach it with a ladder cut), `n` in all."""
+    fr = sorted(front(recs, budget), key=lambda r: r.speedup)
+    on = {r.number for r in fr}
+    rest = sorted((r for r in recs if r.number not in on and not r.pruned and not r.duplicate and r.feasible(budget)),
+                  key=lambda r: -r.speedup)
+    return (fr + rest)[:n]
 
 
 def sweep(study: optuna.Study, space: SearchSpace, measurer, program, budget: float,
           states: list[int] | None, deadline: float | None = None, limit: int = SWEEP_LIMIT,
           seed: int = 0, say=None) -> dict[str, int]:
-    """Score the sweep's configurations around the front of `study` (least
-    approximate first, round robin over front points and ladders) until `limit` are
+    """Score the sweep's configurations around the configurations of `study` that
+    `bases_of` picks (round robin over them and their ladders) until `limit` are
     scored, the configurations run out or the clock passes `deadline` (time.time());
     {"scored": n, "not_kept": n} (configurations that would run a model)."""
     from autotuner.workers import build
@@ -69,7 +81,7 @@ def sweep(study: optuna.Study, space: SearchSpace, measurer, program, budget: fl
     def more() -> bool:
         return tally["scored"] < limit and (deadline is None or time.time() < deadline)
 
-    bases = sorted(front(records(study), budget), key=lambda r: r.speedup)
+    bases = bases_of(records(study), budget)
     groups = []
     for i, r in enumerate(bases):
         base = space.lift(r.config)
