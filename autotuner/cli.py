@@ -205,7 +205,9 @@ def summary(result) -> str:
              f"({result.qos_metric}), speedup = exact / approximate {result.clock or 'wall'} time"]
     search = result.search or {}
     if search.get("configurations"):
-        said = ", ".join(f"{m} {n} ({search['stopped_at_first_stage'].get(m, 0)} stopped at the first stage)"
+        scored = search.get("scored_from_kept", {})
+        said = ", ".join(f"{m} {n} ({search['stopped_at_first_stage'].get(m, 0)} stopped at the first stage"
+                         + (f", {scored[m]} scored from kept outputs by the sweep" if scored.get(m) else "") + ")"
                          for m, n in search["configurations"].items())
         timed = "modelled from kept calls, the front timed paired" if search.get("timing") == "model" else "paired"
         lines.append(f"configurations measured: {said}; speedups {timed}")
