@@ -230,5 +230,5 @@ def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_
                result["notes"])
     exact = [t for t in result["all_trials"] if t["mode"] == "static" and t["qos_loss"] == 0.0]
     assert exact and all(t["qos_loss"] >= 0.0 for t in result["all_trials"])  # no lucky gains on kept items
-    with pytest.raises(ApproxError, match="unknown tuning QoS 'agreement' for the tools agent"):
+    with pytest.raises(ApproxError, match="unknown tuning QoS 'agreement' for tools \\(one of: gold, kept\\)"):
         tune_system("tools", 3, trials=1, seconds=None, out_dir=tmp_path, tuning_qos="agreement")

@@ -31,6 +31,16 @@ def answer_qos(output: str, reference) -> float:
 
 
 METRIC = Metric("gold answer contained (tuning: token F1 to the exact answer)", answer_qos)
+TUNING_QOS = {  # the question systems' tuning QoS -> what the result's notes say of it
+    "agreement": "QoS: tuning compares each answer with the exact program's answer (SQuAD token F1, every "
+                 "question counts); the held-out evaluation with the gold answers (answer containment, the "
+                 "paper's QoS)",
+    "gold": "QoS: tuning and held-out evaluation both against the gold answers (answer containment, the "
+            "paper's QoS)",
+    "kept": "QoS: tuning on questions the exact program answers right (gold answer contained), against "
+            "the gold answers: a loss is an answer lost, never offset by one gained; the held-out "
+            "evaluation with the gold answers on all its questions (answer containment, the paper's QoS) "
+            "({n} tuning questions, found among {tried} tried)"}
 
 
 def one_thread() -> None:

@@ -16,17 +16,26 @@ from approx_dialect.diagnostics import ApproxError
 
 @dataclass(frozen=True)
 class System:
-    """One compound system. `program`: what builds its Program (a cached factory);
+    """One compound system, and all that its tuning run (`tuning.tune_system`) does
+    differently from another's. `program`: what builds its Program (a cached factory);
     `inputs`: `(n_tune, seed, n_eval) -> ((tuning inputs, references), (held-out
     inputs, references))`; `held_out`: the held-out split alone (what `approx-tune
-    verify` re-measures on); `metric`: its QoS. `items`: BFCL items (tools_tuning.py
-    tunes them for `tuning.tune_system`; else questions); `llm`: SmolLM2 runs in it (seconds
-    per input; it can run on CUDA); `tuning_qos`: the search's QoS by default
-    (tuning.TUNING_QOS). `paper`: ApproxMLIR's dynamic speedups at the bench levels
-    (3 / 6 / 9 % loss), `target`: (loss %, speedup) the bench row should reach;
-    `sizes`: the group of bench/results.py's size flags it takes (rag, rag_llm, tools,
-    tools_llm, agent: --rag-n-tune, --llm-n-tune, ...); `demo`: `make demo`'s (n_tune,
-    n_eval, trials, seconds), None when it has no demo."""
+    verify` re-measures on, `held_out_kwargs`); `metric`: its QoS. `items`: BFCL items
+    (the held-out split is named by its multiple of n_tune; else questions); `llm`:
+    SmolLM2 runs in it (seconds per input; it can run on CUDA); `tuning_qos`: the
+    search's QoS by default, one of `qos_notes`' keys (those it takes -> what the
+    result's notes say of each). Tuning: `budget` (share of QoS that may be lost),
+    `clock` ("cpu": thread CPU time always; "": `tuning.clock()`, wall time where the
+    LLM runs on CUDA), `eval_repeats` (timed passes per held-out measurement), `narrow`
+    ({knob: values} the search keeps to), `kept_candidates` (`(n_tune, seed, n_eval) ->
+    (inputs, references)`, tried in that order for "kept" tuning; "": the tuning inputs
+    of 4x n_tune, in a seeded order), `facts` (`(held-out references, the exact
+    program's scores) -> dict` its bench row adds). `paper`: ApproxMLIR's dynamic
+    speedups at the bench levels (3 / 6 / 9 % loss), `target`: (loss %, speedup) the
+    bench row should reach; `sizes`: the group of bench/results.py's size flags it
+    takes (rag, rag_llm, tools, tools_llm, agent: --rag-n-tune, --llm-n-tune, ...);
+    `demo`: `make demo`'s (n_tune, n_eval, trials, seconds), None when it has no demo.
+    Function-valued facts are "module:name" specs, like `program`."""
 
     name: str
     program: str
@@ -36,6 +45,13 @@ class System:
     items: bool = False
     llm: bool = False
     tuning_qos: str = "agreement"
+    qos_notes: str = "examples.systems.common:TUNING_QOS"
+    budget: float = 0.2  # questions: the share of answers that may differ from the exact program's
+    clock: str = ""
+    eval_repeats: int = 1  # one pass over the questions takes seconds (CPU clock: steady)
+    narrow: str = ""
+    kept_candidates: str = ""
+    facts: str = ""
     paper: tuple[float, float, float] = ()
     target: tuple[int, float] = ()
     sizes: str = "rag"
@@ -53,27 +69,43 @@ class System:
         """((tuning inputs, references), (held-out inputs, references)), disjoint, seeded."""
         return _resolve(self.inputs)(n_tune, seed, n_eval)
 
+    def held_out_kwargs(self, n_tune: int, seed: int, n_eval: int | None) -> dict:
+        """What `held_out` is called with for the held-out split of `splits(n_tune, seed,
+        n_eval)`: the run records it for `approx-tune verify`."""
+        if self.items:
+            return {"n_tune": n_tune, "seed": seed, "eval_ratio": (n_eval or 5 * n_tune) // n_tune}
+        return {"n_tune": n_tune, "seed": seed, "n_eval": n_eval}
+
+    def resolve(self, spec: str):
+        """What one of its "module:name" facts names (None for "")."""
+        return _resolve(spec) if spec else None
+
 
 _QUESTIONS = "examples.systems.common:question_sets"  # SQuAD questions, by split
 _HELD_OUT = "examples.systems.common:held_out_questions"
 _CONTAINED = "examples.systems.common:METRIC"  # gold answer contained
 _ITEMS, _ITEMS_HELD_OUT = "examples.systems.tools_data:query_sets", "examples.systems.tools_agent:held_out"
 _AST = "examples.systems.tools_data:ast_match"  # BFCL's AST check
+_NARROW = "examples.systems.common:NARROW"  # the MiniLM readers' float16 never pays
 _BM25, _DENSE, _TOOLS = (1.00, 1.23, 1.57), (2.64, 2.64, 3.04), (1.09, 1.20, 1.20)  # the paper's, for each LLM twin too
+_TOOLS_TUNING = dict(  # BFCL items: budget the highest reported level, CPU time, 2 timed passes (~20 % noise)
+    items=True, tuning_qos="gold", qos_notes="examples.systems.tools_data:TUNING_QOS", budget=0.09, clock="cpu",
+    eval_repeats=2, kept_candidates="examples.systems.tools_data:kept_candidates",
+    facts="examples.systems.tools_data:row_facts", paper=_TOOLS, target=(6, 1.5))
 
 SYSTEMS = {s.name: s for s in (  # in the order of the bench's rows
     System("rag_bm25", "examples.systems.rag_bm25:system", _QUESTIONS, _HELD_OUT, _CONTAINED,
-           paper=_BM25, target=(6, 2.0), demo=(16, None, 18, 240)),
+           narrow=_NARROW, paper=_BM25, target=(6, 2.0), demo=(16, None, 18, 240)),
     System("rag_dense", "examples.systems.rag_dense:system", _QUESTIONS, _HELD_OUT, _CONTAINED,
-           paper=_DENSE, target=(3, 3.0), demo=(16, None, 18, 240)),
-    System("tools", "examples.systems.tools_agent:system", _ITEMS, _ITEMS_HELD_OUT, _AST, items=True,
-           tuning_qos="gold", paper=_TOOLS, target=(6, 1.5), sizes="tools"),
+           narrow=_NARROW, paper=_DENSE, target=(3, 3.0), demo=(16, None, 18, 240)),
+    System("tools", "examples.systems.tools_agent:system", _ITEMS, _ITEMS_HELD_OUT, _AST, sizes="tools",
+           **_TOOLS_TUNING),
     System("rag_bm25_llm", "examples.systems.rag_bm25:llm_system", _QUESTIONS, _HELD_OUT, _CONTAINED, llm=True,
            tuning_qos="gold", paper=_BM25, target=(6, 2.0), sizes="rag_llm", demo=(8, 20, 10, 180)),
     System("rag_dense_llm", "examples.systems.rag_dense:llm_system", _QUESTIONS, _HELD_OUT, _CONTAINED, llm=True,
            tuning_qos="gold", paper=_DENSE, target=(3, 3.0), sizes="rag_llm", demo=(8, 20, 10, 180)),
-    System("tools_llm", "examples.systems.tools_agent_llm:system", _ITEMS, _ITEMS_HELD_OUT, _AST, items=True,
-           llm=True, tuning_qos="gold", paper=_TOOLS, target=(6, 1.5), sizes="tools_llm"),
+    System("tools_llm", "examples.systems.tools_agent_llm:system", _ITEMS, _ITEMS_HELD_OUT, _AST, llm=True,
+           sizes="tools_llm", **_TOOLS_TUNING),
     System("agent_llm", "examples.systems.agent_llm:system", "examples.systems.agent_data:question_sets",
            "examples.systems.agent_data:held_out_questions", _CONTAINED, llm=True, tuning_qos="gold",
            paper=_TOOLS, target=(6, 1.5), sizes="agent"),

@@ -1,7 +1,7 @@
-"""What tuning any system shares (`tuning.tune_system` for questions,
-`tools_tuning.tune_items` for BFCL items): the run's record (`SystemRun`), the levels
-and the sampler, the tuning inputs the exact program gets right (`exact_right`), the
-ablations of the chosen points and what `approx-tune verify` needs."""
+"""What the tuning driver (`tuning.tune_system`) uses besides the registry: the
+run's record (`SystemRun`), the levels and the sampler, the tuning inputs the exact
+program gets right (`exact_right`), the ablations of the chosen points and what
+`approx-tune verify` needs."""
 
 from __future__ import annotations
 
