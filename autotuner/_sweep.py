@@ -49,23 +49,28 @@ def sweep(study: optuna.Study, space: SearchSpace, measurer, program, budget: fl
     tally = {"scored": 0, "not_kept": 0}
     last = time.perf_counter()
 
-    def score(config: dict) -> bool:
-        """Score `config` and add it as a trial; False where it is not one of the space,
-        was measured already, or a call it makes was not kept."""
+    def score(config: dict, probe: bool = False) -> bool:
+        """Score `config` and add it as a trial unless it is one already; False where it
+        is not one of the space, was measured already (unless `probe`: whether its calls
+        are all kept, for a configuration perhaps measured on the first stage alone), or a
+        call it makes was not kept."""
         nonlocal last
         key = config_key(config)
-        if key in have:  # measured already: its values are there to mix
-            return True
+        if key in have and not probe:
+            return False
         trial = optuna.trial.FixedTrial(space.params_of(config))
         try:
             space.suggest(trial)
         except (ValueError, KeyError):  # outside this (narrowed) space
             return False
-        have.add(key)
         m = measurer.score(build(program, config), config)
         if m is None:
-            tally["not_kept"] += 1
+            tally["not_kept"] += key not in have
+            have.add(key)
             return False
+        if key in have:
+            return True
+        have.add(key)
         attrs = {"config": config, "key": key, "n": m.n, "qos": m.qos, "seconds": m.seconds, "modelled": True,
                  "scored": True, "worker": "sweep"}
         study.add_trial(optuna.trial.create_trial(
@@ -88,7 +93,7 @@ def sweep(study: optuna.Study, space: SearchSpace, measurer, program, budget: fl
         for d in strategy.sweep_ladders(space) if base is not None else ():
             if not more():
                 break
-            values = [v for v in d.values if score(strategy.uniform(base, d, v))]
+            values = [v for v in d.values if score(strategy.uniform(base, d, v), probe=True)]
             if len(values) > 1:
                 groups.append(iter(strategy.sweep_configs(space, base, d, values, states, seed + i)))
     while groups and more():
