@@ -67,9 +67,14 @@ def records(study: optuna.Study, trials: list[FrozenTrial] | None = None) -> lis
     return out
 
 
+def measured_within(recs: list[Record], budget: float) -> list[Record]:
+    """The fully measured, distinct trials within the budget."""
+    return [r for r in recs if not r.pruned and not r.duplicate and r.feasible(budget)]
+
+
 def front(recs: list[Record], budget: float) -> list[Record]:
     """Nondominated among fully measured, distinct, feasible trials."""
-    cands = [r for r in recs if not r.pruned and not r.duplicate and r.feasible(budget)]
+    cands = measured_within(recs, budget)
     return [cands[i] for i in pareto_indices([(r.qos_loss, r.speedup) for r in cands])]
 
 

@@ -17,7 +17,7 @@ import time
 import optuna
 
 from autotuner import strategy
-from autotuner._records import CONSTRAINT, front, records
+from autotuner._records import CONSTRAINT, front, measured_within, records
 from autotuner.space import SearchSpace, config_key
 
 SWEEP_LIMIT = 5000  # configurations scored at most by one sweep
@@ -31,8 +31,7 @@ def bases_of(recs: list, budget: float, n: int = SWEEP_BASES) -> list:
     point off the front may reach it with a ladder cut), `n` in all."""
     fr = sorted(front(recs, budget), key=lambda r: r.speedup)
     on = {r.number for r in fr}
-    rest = sorted((r for r in recs if r.number not in on and not r.pruned and not r.duplicate and r.feasible(budget)),
-                  key=lambda r: -r.speedup)
+    rest = sorted((r for r in measured_within(recs, budget) if r.number not in on), key=lambda r: -r.speedup)
     return (fr + rest)[:n]
 
 
@@ -90,12 +89,12 @@ def sweep(study: optuna.Study, space: SearchSpace, measurer, program, budget: fl
     groups = []
     for i, r in enumerate(bases):
         base = space.lift(r.config)
-        for d in strategy.sweep_ladders(space) if base is not None else ():
+        for d in strategy.ladders_of(space) if base is not None else ():
             if not more():
                 break
-            values = [v for v in d.values if score(strategy.uniform(base, d, v), probe=True)]
+            values = [v for v in d.values if score(space.lift({**base, d.name: {"knob_val": v}}), probe=True)]
             if len(values) > 1:
-                groups.append(iter(strategy.sweep_configs(space, base, d, values, states, seed + i)))
+                groups.append(iter(strategy.sweep_configs(base, d, values, states, seed + i)))
     while groups and more():
         for g in list(groups):
             config = next(g, None)

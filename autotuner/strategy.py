@@ -107,7 +107,7 @@ def dynamic_seeds(space, static_configs: list[dict], states: list[int] | None) -
     low ([k, 0, 0] at the median), and, where the states fall into groups, on either
     side of the widest gaps. `states`: the tuning inputs' decision states (None:
     thresholds spread over each ladder's range)."""
-    ladders = [d for d in space.dims if d.dynamic and d.fixed is None and not d.tree_features]
+    ladders = ladders_of(space)
     out = []
 
     def points(d) -> list[int]:
@@ -166,8 +166,7 @@ def sweep_cuts(d, states: list[int] | None, n: int = SWEEP_CUTS) -> list[int]:
     return sorted({mids[round(i * (len(mids) - 1) / (n - 1))] for i in range(n)})
 
 
-def sweep_configs(space, base: dict, d, values: list[int], states: list[int] | None,
-                  seed: int = 0) -> list[dict]:
+def sweep_configs(base: dict, d, values: list[int], states: list[int] | None, seed: int = 0) -> list[dict]:
     """`base` with ladder `d` cut at every choice of its thresholds among `sweep_cuts`
     and every mix of `values` as its decisions (all equal left out: a static
     configuration), in a seeded random order."""
@@ -180,15 +179,9 @@ def sweep_configs(space, base: dict, d, values: list[int], states: list[int] | N
     return out
 
 
-def uniform(base: dict, d, value: int) -> dict:
-    """`base` with ladder `d` deciding `value` everywhere (its thresholds as they are)."""
-    current = base[d.name]
-    thresholds = current.get("thresholds") or [lo for lo, _ in d.bounds]
-    return {**base, d.name: {"thresholds": list(thresholds), "decisions": [value] * (len(d.bounds) + 1)}}
-
-
-def sweep_ladders(space) -> list:
-    """The ladders the sweep cuts: dynamic, free, one state each (not multi-feature trees)."""
+def ladders_of(space) -> list:
+    """The ladders the dynamic seeds and the sweep cut: dynamic, free, one state each
+    (not multi-feature trees)."""
     return [d for d in space.dims if d.dynamic and d.fixed is None and not d.tree_features]
 
 

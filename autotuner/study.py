@@ -333,7 +333,6 @@ def _sweep_front(study, space, measurer, program, budget: float, tune_in, deadli
         deadline = time.time() + SWEEP_SHARE * max(0.0, deadline - time.time())
     tally = sweep(study, space, measurer, program, budget, strategy.states_of(program, tune_in), deadline,
                   limit=search.sweep, seed=search.seed, say=say)
-    study.set_user_attr("sweep", {k: study.user_attrs.get("sweep", {}).get(k, 0) + v for k, v in tally.items()})
     if say:
         say(f"sweep: {tally['scored']} dynamic configurations scored from kept outputs, {tally['not_kept']} "
             "would run a model")
