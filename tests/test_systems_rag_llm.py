@@ -108,3 +108,27 @@ def test_dynamic_seeds_of_a_static_point_set_every_ladder(bm25):
         assert all("decisions" in seed[name] for name in ladders)
     switched_read = [s for s in seeds if s["read"]["decisions"] != [0] * len(s["read"]["decisions"])]
     assert switched_read and all(set(s["prompt"]["decisions"]) == {1} for s in switched_read)
+
+
+def test_dense_query_embeddings_are_kept_so_a_kept_configuration_runs_no_encoder(dense):
+    """RAG-dense-LLM keeps its query encoders' calls beside the answers: once a
+    configuration ran on a question, a cheaper encoder variant with the same answers
+    (the reader) runs again in `kept_only` only for its new embedding; a second time
+    it runs nothing (every call kept), with the same answer."""
+    from approx_opt.program import NotKept
+
+    q = DENSE_QUESTIONS[0]
+    exact_reader = dense.build({"read": {"knob_val": 3}})
+    fewer_layers = dense.build({"read": {"knob_val": 3}, "query.encoder": {"knob_val": 1}})
+    with dense.untimed():
+        exact_reader(q)
+    with dense.kept_only():
+        with pytest.raises(NotKept, match="query"):  # the 5-layer embedding was never run
+            fewer_layers(q)
+    with dense.untimed():
+        answer = fewer_layers(q)
+    before = dense.reuse_counts()
+    with dense.kept_only():
+        assert fewer_layers(q) == answer
+    after = dense.reuse_counts()
+    assert after["run"] == before["run"] and after["reused"] >= before["reused"] + 2  # the embedding and the answer

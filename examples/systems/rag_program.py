@@ -162,17 +162,18 @@ def rag_system(name: str, corpus: Sequence[str] | None, retrieval: Callable, sta
                llm: bool = False) -> RagSystem:
     """The RAG system `name` (`llm`: `name`_llm, SmolLM2 answering) over `corpus`
     (None: all SQuAD dev paragraphs): `retrieval(corpus)` gives its retriever (whose
-    exact build is `RagSystem.search`) and its retrieval by it (a component op, or a
-    decorated function of them); `state`, `thresholds` and `upper` are the answer
-    step's decision (`rag_program`)."""
+    exact build is `RagSystem.search`), its retrieval by it (a component op, or a
+    decorated function of them) and the retrieval's costly deterministic providers,
+    kept beside the answer models (`reuse`); `state`, `thresholds` and `upper` are the
+    answer step's decision (`rag_program`)."""
     from examples import squad
 
     corpus = tuple(corpus or squad.paragraphs())
-    retriever, retrieve = retrieval(corpus)
+    retriever, retrieve, keep = retrieval(corpus)
     name = f"{name}_llm" if llm else name
     answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
     program = rag_program(name, corpus, retrieve, answer, cheap, state, thresholds, upper)
-    reuse = [answer.provider, cheap.provider] if reuse_answers(llm) else ()
+    reuse = [answer.provider, cheap.provider, *keep] if reuse_answers(llm) else ()
     return RagSystem(name, program, corpus, retriever.build({}), state, stage_knobs=stage_knobs,
                      model=answer_model_name(llm), reuse=reuse)
 
