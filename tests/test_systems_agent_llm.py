@@ -1,7 +1,8 @@
 """The LLM + kernel tools agent (agent_llm) for real: its questions and gold answers
 come from the exact kernels, its tools' levels are the kernels' own knobs, the IR lists
-the LLM knobs and the kernels' together, knob 0 answers as the undecorated program, and
-the tuner runs it end to end on one question."""
+the LLM knobs and the kernels' together, knob 0 answers as the undecorated program, its
+triage and summary through the engine (where installed) answer as eager torch, and the
+tuner runs it end to end on one question."""
 
 from __future__ import annotations
 
@@ -69,6 +70,32 @@ def test_knob_zero_is_the_undecorated_program(system):
     run = system.exact()
     for item in agent_data.items("tune", 2)[1:]:  # a kmeans question: triage, tool, summary, QA
         assert run(item.question) == plain.python(item.question)
+
+
+def test_the_engine_exact_path_gives_eager_torchs_triage_and_summary(system):
+    """Knob 0's triage and summary through the engine (`common.exact_path`): on the first
+    five tuning questions (one per tool), the greedy tokens of eager torch on the same weights."""
+    from frontends.components.llm import engine
+    from frontends.components.llm.prompting import fill
+    from frontends.components.llm.smollm import SmolLM2
+
+    if not engine.available():
+        pytest.skip("onnxruntime-genai not installed (.[engine]): the exact path is torch's")
+    if engine.default_engine(agent_llm.device()) is None:
+        pytest.skip(f"{engine.ENV}=torch or a GPU run: the exact path is torch's")
+    assert f"exact path through {engine.EXACT}" in system.model
+    triage, base = agent_llm.triage_llm(), agent_llm.base_llm()
+    assert {type(triage).__name__, type(base).__name__} == {"EngineSmolLM2"}
+    eager_triage, eager_base = (SmolLM2(m.model, m.tokenizer, name=m.name, exits=m.exits) for m in (triage, base))
+    exact = {name: levels[0] for name, levels in agent_tools.tools().items()}
+    for item in agent_data.items("tune", 5):
+        question = agent_llm.TRIAGE + item.question
+        tokens = triage.generate(question, agent_llm.GUIDE, agent_llm.TRIAGE_TOKENS)[0]
+        assert tokens == eager_triage.generate(question, agent_llm.GUIDE, agent_llm.TRIAGE_TOKENS)[0], item.question
+        prompt = fill(agent_llm.SUMMARY, {"question": item.question, "output": exact[item.tool](item.question)},
+                      ("text",))
+        tokens = base.generate_turn(prompt, agent_llm.SUMMARY_TOKENS)[0]
+        assert tokens == eager_base.generate_turn(prompt, agent_llm.SUMMARY_TOKENS)[0], item.question
 
 
 def test_condense_decides_per_output_length(system):

