@@ -1,9 +1,8 @@
 """Every example system is one `System` of examples/systems/registry.py: its specs
 resolve, it has inputs for each split (disjoint, the held-out one what `approx-tune
 verify` re-reads), a metric that scores them, and the bench and the demo name no
-system of their own. Building each program (models, indexes) is the per-system
-tests' job (tests/test_systems_*.py: knob 0 exact, a tiny tuning run); the slow test
-here builds one through the registry."""
+system of their own. Building each program through the registry, knob 0 and a tiny
+tuning run of each are tests/test_systems_conformance.py's."""
 
 from __future__ import annotations
 
@@ -90,14 +89,3 @@ def test_the_bench_and_the_demo_read_the_registry():
     assert set(GPU_SYSTEMS) == {n for n, s in SYSTEMS.items() if s.llm}
     assert DEMOS and set(DEMOS) <= set(SYSTEMS)
 
-
-@pytest.mark.slow
-def test_built_program_knows_its_spec_and_exact_is_knob_zero():
-    """One system (building is the same call for each: `System.build`); the one
-    test_systems_rag.py builds too (cached)."""
-    from approx_opt.program import exact_config
-    from examples.systems.program import is_exact
-
-    program = SYSTEMS["rag_bm25"].build()
-    assert program.spec == SYSTEMS["rag_bm25"].program
-    assert program.knobs() and is_exact(exact_config(program))

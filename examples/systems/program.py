@@ -51,6 +51,11 @@ class SystemProgram:
     def exact(self) -> Callable:
         return self.build(exact_config(self))
 
+    def plain(self) -> Callable:
+        """The unannotated program: the decorated function's own Python, its components
+        called as written (what every knob at 0 must answer as)."""
+        return self.program.python
+
     def ir(self, after: bool = False, config: dict | None = None) -> str:
         """The program's IR: annotated, or after the pipeline with `config`."""
         return self.program.ir(after=after, config=config)
