@@ -12,7 +12,7 @@ import json
 import pytest
 
 from approx_opt.main import list_knobs
-from examples.systems.tools_agent_llm import load_writer, system
+from examples.systems.tools_agent_llm import load_writer, system, writer_precisions
 from examples.systems.tools_components import ItemTools, routers
 from examples.systems.tools_data import pool_items, query_of
 from examples.systems.tools_llm import calls_of, schema_text, target_calls, tools_prompt
@@ -45,11 +45,25 @@ def test_adapters_load_with_their_exits(writer):
     assert sum(".lora_" in n for n, _ in writer.model.named_parameters()) == 2 * 7 * 30
 
 
-def test_list_knobs_of_the_agent_ir_is_program_knobs(program):
+def test_list_knobs_of_the_agent_ir_is_program_knobs(program, writer):
     listed = [k["name"] for k in json.loads(list_knobs(program.ir(), "tools_agent_llm"))]
+    # a precision knob only where a value was measured to pay on this machine
+    precision = ["writer.precision"] if writer_precisions(writer) else []
     assert listed == [k.name for k in program.knobs()] == [
-        "tools.router", "writer.model", "writer.max_new_tokens", "writer.precision", "writer.layers", "writer.skip",
+        "tools.router", "writer.model", "writer.max_new_tokens", *precision, "writer.layers", "writer.skip",
         "tools_agent_llm"]
+
+
+def test_a_precision_value_that_does_not_pay_here_is_left_out(writer, monkeypatch, capsys):
+    """With every candidate left out (APPROX_LEAVE_OUT, as a CPU where none pays), the
+    writer has no precision knob, and the probe says why in one line per value."""
+    from examples.systems.rag_program import LLM_PRECISIONS
+
+    monkeypatch.setenv("APPROX_LEAVE_OUT", ",".join(LLM_PRECISIONS))
+    assert writer_precisions(writer) == []
+    assert "writer.precision" not in [k.name for k in system.__wrapped__(writer).knobs()]
+    said = capsys.readouterr().out
+    assert all(f"precision = {v} left out by APPROX_LEAVE_OUT" in said for v in LLM_PRECISIONS)
 
 
 def test_knob_zero_is_smollm2_asked_directly(program, writer):

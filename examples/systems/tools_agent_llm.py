@@ -12,7 +12,8 @@ Knobs (all exact at 0, all attributes of the two component ops):
 `tools.router` (keyword IDF instead of MiniLM), `writer.model` (a cascade: the
 reader-based filler of tools_agent.py, fast then pro, answers when the reader is
 confident, SmolLM2 otherwise), `writer.max_new_tokens`, `writer.precision`
-(bfloat16: slower on CPUs without bfloat16 instructions), `writer.layers` (early
+(the values that write calls faster than float32 on this machine, and the same calls
+on most probe requests: `writer_precisions`), `writer.layers` (early
 exit at the depths the adapters were trained for) and `writer.skip`
 (task_skipping: no model, cue words alone); `tools_agent_llm`, the decision per
 input of tools_agent.py (by the string parameters of the keyword router's
@@ -57,6 +58,34 @@ def load_writer():
                                    max_new_tokens=DEFAULT_MAX_NEW_TOKENS, device=device()))
 
 
+PROBE_ITEMS = 2  # BFCL development requests (outside every tuning and held-out split) the precision probe writes
+
+
+def writer_precisions(writer) -> list[str]:
+    """The writer's precision values (the LLM candidates, `rag_program.LLM_PRECISIONS`)
+    that write calls faster than float32 on this machine and the same calls on most of
+    PROBE_ITEMS development requests (`machine.paying_values`: probed once, cached per
+    machine; a value left out says why in one line): bfloat16 is 2-4x faster on a CPU with
+    bf16 instructions and several times slower on one without."""
+    import multiprocessing
+
+    from examples.systems.common import device
+    from examples.systems.rag_program import LLM_PRECISIONS
+    from examples.systems.tools_data import dev_items
+    from frontends.components.machine import paying_values
+
+    items = dev_items("simple_python")[:PROBE_ITEMS]
+
+    def run_at(precision):
+        model = writer if precision is None else writer.with_precision(precision)
+        return [model.answer(i.question, list(i.functions[:1]), DEFAULT_MAX_NEW_TOKENS).text for i in items]
+
+    say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
+    name = getattr(writer, "probe_name", writer.name)  # an engine-backed model's figures are its own
+    return paying_values(f"{name}.precision", run_at, LLM_PRECISIONS, device=device(),
+                         log=None if multiprocessing.parent_process() else say)
+
+
 def calls_or_cues(written, question: str, function: dict) -> list[dict]:
     """The written calls; the cue words' calls when the writer was skipped (None)."""
     if written is None:
@@ -77,9 +106,11 @@ def agent_program(writer=None, readers=None, encoder=None):
     embedding, keyword = routers(encoder)
     item_tools, route = ItemTools(), [Tune.substitute("router", keyword)]
     tools = ToolCall("tools", item_tools, embedding, tune=route)
+    precisions = writer_precisions(writer)
     write = Generate("writer", writer, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
                      tune=[Tune.cascade([ReaderFiller(fast), ReaderFiller(pro)], THRESHOLDS),
-                           Tune.param("max_new_tokens", *TOKENS), Tune.precision("bfloat16"),
+                           Tune.param("max_new_tokens", *TOKENS),
+                           *([Tune.precision(*precisions)] if precisions else []),
                            Tune.param("layers", *sorted(writer.exits, reverse=True)), Tune.skip("skip", fallback=None)])
 
     def tools_agent_llm(query):
