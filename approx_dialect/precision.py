@@ -3,13 +3,15 @@ table of (IR type, backend name), read by the dialect's verifier, the frontend's
 declarations, the runtime, the docs and every error message that lists them, so
 a new precision is one row here. `int8` (IR `i8`) is weight-only: the weights
 stored as int8 with one scale per output channel, the activations in float;
-only providers listing it in their `precisions` build it (`variants.Variants`)."""
+`int4` (IR `i4`) is weight-only too, 4-bit blocks with a scale each, and exists only
+as an inference engine's build (torch has no int4 kernels here); only providers
+listing a value in their `precisions` build it (`variants.Variants`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, i8
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType, i8
 from xdsl.ir import Attribute
 
 from approx_dialect.diagnostics import ApproxError
@@ -19,7 +21,7 @@ from approx_dialect.diagnostics import ApproxError
 class Precision:
     ir: str  # how the IR prints the type
     attr: Attribute  # the xDSL type attribute
-    backend: str  # torch's dtype name (`getattr(torch, backend)`; int8: of the weights)
+    backend: str  # torch's dtype name (`getattr(torch, backend)`; int8, int4: of the weights)
 
 
 PRECISIONS: tuple[Precision, ...] = (
@@ -27,6 +29,7 @@ PRECISIONS: tuple[Precision, ...] = (
     Precision("bf16", BFloat16Type(), "bfloat16"),
     Precision("f16", Float16Type(), "float16"),
     Precision("i8", i8, "int8"),
+    Precision("i4", IntegerType(4), "int4"),
 )
 FLOATS = frozenset({"float32", "bfloat16", "float16"})  # the precisions a model cast to that dtype computes in
 

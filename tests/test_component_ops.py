@@ -109,7 +109,8 @@ def test_cascade_lowers_to_an_escalation_chain():
 
 @pytest.mark.parametrize("text,message", [
     (BODY.replace("top_k = 3", "top_k = 0"), "'top_k' must be an integer >= 1"),
-    (BODY.replace("dims = 384 : i64", "precision = i32"), "'precision' must be f32, bf16, f16 or i8"),
+    (BODY.replace("dims = 384 : i64", "precision = i32"), "'precision' must be f32, bf16, f16, i8 or i4"),
+    (BODY.replace("dims = 384 : i64", "precision = i3"), "'precision' must be f32, bf16, f16, i8 or i4, got i3"),
     (BODY.replace('component = "answer", ', 'component = "", '), "needs a non-empty 'component' label"),
     (annotation("answer.model", 'parameter = "model", transform_type = "func_substitute", values = [8 : i64]', 0)
      + BODY, "values are symbols"),
@@ -122,6 +123,20 @@ def test_bad_ops_and_annotations_say_what_and_where(text, message):
     with pytest.raises(ApproxError, match=message) as err:
         parse_module("module {\n" + text + "\n}", "prog.mlir")
     assert str(err.value).startswith("prog.mlir:")
+
+
+def test_int4_is_a_row_of_the_precision_table():
+    """i4 (int4 weights) is a precision the ops take and precision_reduce sets; i3 is none, in one line."""
+    text = "module {\n" + BODY.replace("16 : i64}", "16 : i64, precision = i4}") + "\n}"
+    assert "precision = i4" in rag_op(print_module(parse_module(text)), "component.generate")
+    spec = 'parameter = "precision", transform_type = "precision_reduce", values = '
+    knobs = {"answer.precision": (spec + "[i8, i4]", "")}
+    out = run_pipeline(program(0, knobs), "approx-pipeline", config={"answer.precision": {"knob_val": 2}})
+    assert "precision = i4" in rag_op(out, "component.generate")
+    knobs = {"answer.precision": (spec + "[i3]", "")}
+    with pytest.raises(ApproxError, match="values are f32, bf16, f16, i8 or i4") as err:
+        parse_module(program(0, knobs), "prog.mlir")
+    assert "\n" not in str(err.value)
 
 
 def test_knob_on_a_parameter_the_op_lacks_is_a_pipeline_error():

@@ -10,7 +10,7 @@ from dataclasses import fields
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType
 
 from approx_dialect.component import COMPONENT_OPS
 from approx_dialect.diagnostics import ApproxError
@@ -63,12 +63,13 @@ def test_the_label_names_an_op_without_being_a_setting():
 
 def test_the_precision_table_is_the_one_source():
     assert [(p.ir, p.backend) for p in PRECISIONS] == [("f32", "float32"), ("bf16", "bfloat16"), ("f16", "float16"),
-                                                       ("i8", "int8")]
-    assert ir_names() == "f32, bf16, f16 or i8" and backend_names() == "float32, bfloat16, float16 or int8"
+                                                       ("i8", "int8"), ("i4", "int4")]
+    assert ir_names() == "f32, bf16, f16, i8 or i4" and backend_names() == "float32, bfloat16, float16, int8 or int4"
     for t, name in ((Float32Type, "float32"), (BFloat16Type, "bfloat16"), (Float16Type, "float16")):
         assert backend_of(t()) == name and type(attr_of(name)) is t
-    with pytest.raises(ApproxError, match="precision must be float32, bfloat16, float16 or int8, got 'int4'"):
-        attr_of("int4")
+    assert backend_of(IntegerType(4)) == "int4" and attr_of("int4") == IntegerType(4)
+    with pytest.raises(ApproxError, match="precision must be float32, bfloat16, float16, int8 or int4, got 'int3'"):
+        attr_of("int3")
 
 
 def test_settings_at_their_defaults_give_the_unannotated_result(parts):
