@@ -2,8 +2,9 @@
 its ONNX where installed), on a tiny Llama-shaped model with LoRA adapters and a
 byte-level tokenizer built here (nothing is downloaded): the merged weights compute what
 the adapters do, the f32 engines give eager torch's greedy tokens and log-probabilities,
-the int8 build is another, smaller build, the precision values int8 and bfloat16 decode through
-the builds that run them, and every other variant (and the switch set to torch) is torch."""
+the int8 and int4 builds are other, smaller builds, the precision values int8, int4 and bfloat16
+decode through the builds that run them, every other variant (and the switch set to torch) is
+torch, and int4, which torch has no model of, is refused in one line where torch would run."""
 
 from __future__ import annotations
 
@@ -147,6 +148,24 @@ def test_precision_values_run_their_engine_builds(tiny, built):
     # kept outputs: the engine model's are never read for torch's, nor one engine's for another's
     names = {provider_identity(m) for m in (tiny, *built.values())}
     assert len(names) == 1 + len(built)
+
+
+def test_int4_is_an_engine_build_only(tiny, built):
+    """int4 decodes its own, smaller build (named apart from fp32's, so kept outputs are never
+    shared); torch has no int4 model: asking for one (no engine, an early exit's layers, a
+    per-token exit, generation options) is one line that says so."""
+    exact, question, contexts = built["ort-fp32"], *QUESTIONS[0]
+    q4 = exact.with_precision("int4")
+    assert exact.engines["int4"] == "ort-int4" and q4.decoder is not exact.decoder and q4._engine_runs({})
+    info = engine.build_info(q4.build)
+    assert info["precision"] == "int4" and info["bytes"] < engine.build_info(exact.build)["bytes"]
+    assert len(q4.generate(question, contexts, 4)[0]) >= 1
+    assert provider_identity(q4) != provider_identity(exact) and q4.name != exact.name
+    for ask in (lambda: tiny.with_precision("int4"), lambda: exact.variant("int4", 1),
+                lambda: q4.with_token_exit(90), lambda: q4.generate(question, contexts, 4, repetition_penalty=1.2)):
+        with pytest.raises(ApproxError, match="int4 runs only through an inference engine build") as err:
+            ask()
+        assert "\n" not in str(err.value)
 
 
 def test_switch(tiny, monkeypatch):

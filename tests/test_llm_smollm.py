@@ -113,8 +113,11 @@ def test_cascade_with_the_extractive_reader(lm, questions):
 def test_errors_are_one_line(lm, tmp_path):
     with pytest.raises(ApproxError, match=r"early exit needs a depth in 1\.\.30, got 0"):
         lm.with_layers(0)
-    with pytest.raises(ApproxError, match="precision must be float32, bfloat16, float16 or int8"):
-        lm.with_precision("int4")
+    with pytest.raises(ApproxError, match="precision must be float32, bfloat16, float16, int8 or int4"):
+        lm.with_precision("int3")
+    with pytest.raises(ApproxError, match="has no int4 variant .*: int4 runs only through an inference engine") as err:
+        lm.with_precision("int4")  # torch has no int4 model: one line that says so
+    assert "\n" not in str(err.value)
     bad = tmp_path / "adapter.npz"
     bad.write_bytes(b"not a zip")
     with pytest.raises(ApproxError, match="cannot read the adapter file") as err:

@@ -25,6 +25,7 @@ class Variants:
     layers: int | None = None  # None: every layer
     depth: int | None = None  # the layers an early exit may keep (1..depth)
     precisions: frozenset[str] = FLOATS  # the precision values it builds (weight-only int8 where listed)
+    missing: dict[str, str] = {}  # precision value -> why it has no variant of it (the error says so)
 
     def build_variant(self, precision: str, layers: int | None) -> Any:
         """A new provider computing in `precision` with its first `layers` layers
@@ -40,7 +41,8 @@ class Variants:
             check_backend(precision, root.name)
             if precision not in root.precisions:
                 has = ", ".join(sorted(root.precisions))
-                raise ApproxError(f"'{root.name}' has no {precision} variant (it has {has})", where=root.name)
+                why = f": {root.missing[precision]}" if precision in root.missing else ""
+                raise ApproxError(f"'{root.name}' has no {precision} variant (it has {has}){why}", where=root.name)
         if layers is not None:
             if "layers" not in self.supports or root.depth is None:
                 raise ApproxError(f"'{root.name}' has no early exit (layers)", where=root.name)

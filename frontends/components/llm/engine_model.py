@@ -3,11 +3,12 @@ decode through an inference engine build (`engine.py`); everything else is torch
 
 The exact configuration (float32, every layer, no per-token exit, no extra generation
 options) runs the exact engine (`ort-fp32`: its greedy answers equal eager torch's).
-Precision values map to engine builds of the same weights (`PRECISION_ENGINES`): int8 ->
+Precision values map to engine builds of the same weights (`precision_engines`): int8 ->
 onnxruntime-genai's int8-weight build, bfloat16 -> OpenVINO at bf16 compute where the CPU
-has bf16 instructions (elsewhere torch's bfloat16, which the knob probe then judges). A
-variant that an engine cannot run (an early exit's layers, a per-token exit, generation
-options) is the torch variant of the same precision, built on first need."""
+has bf16 instructions (elsewhere torch's bfloat16, which the knob probe then judges), int4
+-> onnxruntime-genai's int4-weight build. A variant that an engine cannot run (an early
+exit's layers, a per-token exit, generation options) is the torch variant of the same
+precision, built on first need; int4 has none (ENGINE_ONLY): asking for one is an ApproxError."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ from frontends.components.llm import engine as eng
 from frontends.components.llm.smollm import SmolLM2, chat_turn
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the CPU instructions OpenVINO's bf16 compute needs to pay
+ENGINE_ONLY = SmolLM2.missing  # precision -> why torch has no variant of it
+
+
+def engine_only(precision: str, where: str, why: str = "") -> None:
+    """An ApproxError when `precision` has no torch variant (`why`: what asked for torch)."""
+    if precision in ENGINE_ONLY:
+        raise ApproxError(f"{ENGINE_ONLY[precision]}{why}", where=where)
 
 
 def precision_engines() -> dict[str, str]:
@@ -29,12 +37,13 @@ def precision_engines() -> dict[str, str]:
     int8: the int8-weight build through OpenVINO at f32 compute (weight-only, as the precision
     table says; on the probe's RAG prompts 1.46x over the exact engine where onnxruntime-genai's
     own int8 run gave 1.06x: prefill-bound), onnxruntime-genai's without openvino; bfloat16:
-    OpenVINO's bf16 compute, only where the CPU has bf16 instructions."""
+    OpenVINO's bf16 compute, only where the CPU has bf16 instructions; int4: onnxruntime-genai's
+    int4 build (OpenVINO does not read it, `engine.WEIGHTS`)."""
     from frontends.components.machine import cpu_model_and_flags
 
     if not eng.available("ov"):
-        return {"int8": "ort-int8"}
-    found = {"int8": "ov-int8"}
+        return {"int8": "ort-int8", "int4": "ort-int4"}
+    found = {"int8": "ov-int8", "int4": "ort-int4"}
     if any(f in cpu_model_and_flags()[1] for f in BF16_FLAGS):
         found["bfloat16"] = "ov-bf16"
     return found
@@ -65,6 +74,7 @@ class EngineSmolLM2(SmolLM2):
         other.__dict__.update({k: v for k, v in lm.__dict__.items() if not k.startswith("_variant")})
         other.engine, other.threads, other.builds = engine, threads, builds
         other.engines = dict(precision_engines() if engines is None else engines)
+        other.precisions = SmolLM2.precisions | frozenset(other.engines)  # int4 only where an engine runs it
         other._torch_models = {}  # precision -> the torch model of that precision, shared by the variants
         other.build, other.decoder = other._engine_build(engine)
         return other
@@ -87,6 +97,8 @@ class EngineSmolLM2(SmolLM2):
             root = self._root()
             models = root._torch_models
             if self.precision not in models:
+                engine_only(self.precision, self.name, ": an early exit's layers, a per-token exit and generation "
+                                                       "options run torch")
                 models[self.precision] = SmolLM2.build_variant(root, self.precision, None).model
             model = self.__dict__["model"] = models[self.precision]
         return model
@@ -117,9 +129,16 @@ class EngineSmolLM2(SmolLM2):
             other.precision = precision  # (the variant cache sets it too)
             other.build, other.decoder = self._engine_build(self.engines[precision])
             return other
+        engine_only(precision, self.name, f" (asked for {precision} with an early exit's layers, which run torch)")
         other = super().build_variant(precision, layers)
         other.decoder = None  # a torch variant
         return other
+
+    def with_token_exit(self, percent):
+        if percent is not None:
+            engine_only(self.precision, self.name,
+                        f" (asked for {self.precision} with a per-token exit, which runs torch)")
+        return super().with_token_exit(percent)
 
     def _engine_runs(self, options) -> bool:
         return self.decoder is not None and self.layers is None and self.token_exit is None and not options

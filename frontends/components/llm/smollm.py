@@ -233,6 +233,8 @@ class SmolLM2(Variants, AnswerModel):
     supports = frozenset({"precision", "layers", "template", "token_exit"}) | transformers_options()
     deterministic = True  # greedy decoding on the process's torch threads
     precisions = FLOATS | {"int8"}
+    missing = {"int4": "int4 runs only through an inference engine build (APPROX_LLM_ENGINE, the engine extra); "
+                       "torch has no int4 SmolLM2"}
     compiled_decode = True  # on CUDA: decode with `gpu_decode` (False: transformers' eager generate, the reference)
     token_exit: int | None = None  # percent: a token's exit confidence threshold (None: every token from the top)
 
