@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from approx_dialect.precision import PRECISIONS
 from approx_opt.main import list_knobs
 from examples import squad
 from examples.systems import common
@@ -92,8 +93,9 @@ def test_the_ir_lists_the_int8_value_where_it_pays(llm):
         assert "answer.precision" not in knobs
         return
     assert len(knobs["answer.precision"]["values"]) == 1 + len(offered)
+    ir = {p.backend: p.ir for p in PRECISIONS}  # the precision table's IR names
     types = []
     for k in knobs["answer.precision"]["values"][1:]:
         text = system.ir(after=True, config={"answer.precision": {"knob_val": k}})
-        types += [t for t in ("bf16", "i8") if f"precision = {t}" in text]
-    assert types == [{"bfloat16": "bf16", "int8": "i8"}[p] for p in offered]
+        types += [t for t in ir.values() if f"precision = {t}" in text]
+    assert types == [ir[p] for p in offered]

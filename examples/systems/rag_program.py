@@ -87,7 +87,8 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 
-LLM_PRECISIONS = ("bfloat16", "float16", "int8")  # candidates of the LLM's precision knob, least approximate first
+# candidates of the LLM's precision knob, least approximate first (int4: only through an engine build)
+LLM_PRECISIONS = ("bfloat16", "float16", "int8", "int4")
 PROBE_QUESTIONS = ("Which team won the game?", "Who was the most valuable player?", "Where was the game played?")
 
 
@@ -109,9 +110,21 @@ def llm_precisions(llm) -> list[str]:
 
     say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
     # a worker process builds the system again: the process that started it has said why already
+    log = None if multiprocessing.parent_process() else say
     name = getattr(llm, "probe_name", llm.name)  # an engine-backed model's figures are its own
-    return paying_values(f"{name}.precision", run_at, LLM_PRECISIONS, device=device(),
-                         log=None if multiprocessing.parent_process() else say)
+    return paying_values(f"{name}.precision", run_at, precision_candidates(llm, f"{name}.precision", log),
+                         device=device(), log=log)
+
+
+def precision_candidates(model, what: str, log=None) -> list[str]:
+    """The LLM_PRECISIONS `model` builds (int4 only through an engine), one line to `log` for
+    each other (those APPROX_LEAVE_OUT names are kept: `paying_values` says that instead)."""
+    from frontends.components.machine import left_out
+
+    keep = [v for v in LLM_PRECISIONS if v in model.precisions or v in left_out()]
+    for v in (v for v in LLM_PRECISIONS if v not in keep and log is not None):
+        log(f"{what} = {v} left out: {getattr(model, 'missing', {}).get(v, f'{model.name} has no {v} variant')}")
+    return keep
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,

@@ -70,7 +70,7 @@ def writer_precisions(writer) -> list[str]:
     import multiprocessing
 
     from examples.systems.common import device
-    from examples.systems.rag_program import LLM_PRECISIONS
+    from examples.systems.rag_program import precision_candidates
     from examples.systems.tools_data import dev_items
     from frontends.components.machine import paying_values
 
@@ -81,9 +81,10 @@ def writer_precisions(writer) -> list[str]:
         return [model.answer(i.question, list(i.functions[:1]), DEFAULT_MAX_NEW_TOKENS).text for i in items]
 
     say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
+    log = None if multiprocessing.parent_process() else say
     name = getattr(writer, "probe_name", writer.name)  # an engine-backed model's figures are its own
-    return paying_values(f"{name}.precision", run_at, LLM_PRECISIONS, device=device(),
-                         log=None if multiprocessing.parent_process() else say)
+    return paying_values(f"{name}.precision", run_at, precision_candidates(writer, f"{name}.precision", log),
+                         device=device(), log=log)
 
 
 def calls_or_cues(written, question: str, function: dict) -> list[dict]:

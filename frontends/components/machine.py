@@ -166,5 +166,5 @@ def paying_values(what: str, run_at: Callable[[str | None], object], candidates:
                     f"(needs >= {min_gain:.2f}x; {key})")
             elif agree[v] < min_same:
                 log(f"{what} = {v} left out: the exact answer on {agree[v]:.0%} of the probe's questions "
-                    f"(needs >= {min_same:.0%})")
+                    f"(needs >= {min_same:.0%}), though {known[v]:.2f}x the exact value's speed")
     return keep
