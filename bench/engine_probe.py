@@ -3,7 +3,7 @@ against eager torch float32, paired per question.
 
 Builds, offline and once, the engine variants from the same weights
 (`frontends/components/llm/engine.py`: onnxruntime-genai's model builder on the merged
-model saved as a transformers folder, fp32 and int8 weight-only), cached under
+model saved as a transformers folder, fp32, int8 or int4 weight-only), cached under
 `.cache/approx/engines/` (APPROX_CACHE_DIR), and reports each build's time and size.
 OpenVINO runs the same ONNX builds (compiled when loaded: that time is reported too),
 at f32 compute (`ov-*`, INFERENCE_PRECISION_HINT f32) or its default precision on this
