@@ -30,7 +30,7 @@ def answer_qos(output: str, reference) -> float:
     return containment(output, reference)
 
 
-METRIC = Metric("gold answer contained (tuning: token F1 to the exact answer)", answer_qos)
+METRIC = Metric("gold answer contained (against an exact answer instead: token F1)", answer_qos)  # the notes say which a run tunes on
 TUNING_QOS = {  # the question systems' tuning QoS -> what the result's notes say of it
     "agreement": "QoS: tuning compares each answer with the exact program's answer (SQuAD token F1, every "
                  "question counts); the held-out evaluation with the gold answers (answer containment, the "
