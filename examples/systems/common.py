@@ -30,7 +30,8 @@ def answer_qos(output: str, reference) -> float:
     return containment(output, reference)
 
 
-METRIC = Metric("gold answer contained (against an exact answer instead: token F1)", answer_qos)  # the notes say which a run tunes on
+# its name says both rules; which one a run tunes on, the result's notes say
+METRIC = Metric("gold answer contained (against an exact answer instead: token F1)", answer_qos)
 TUNING_QOS = {  # the question systems' tuning QoS -> what the result's notes say of it
     "agreement": "QoS: tuning compares each answer with the exact program's answer (SQuAD token F1, every "
                  "question counts); the held-out evaluation with the gold answers (answer containment, the "
