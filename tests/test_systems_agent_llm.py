@@ -65,13 +65,6 @@ def test_ir_lists_llm_and_kernel_knobs(system):
     assert [k["name"] for k in json.loads(list_knobs(system.ir(), system.name))] == names
 
 
-def test_knob_zero_is_the_undecorated_program(system):
-    plain, _ = agent_llm.agent_program(agent_llm.base_llm(), agent_llm.smollm(), agent_llm.triage_llm())
-    run = system.exact()
-    for item in agent_data.items("tune", 2)[1:]:  # a kmeans question: triage, tool, summary, QA
-        assert run(item.question) == plain.python(item.question)
-
-
 def test_the_engine_exact_path_gives_eager_torchs_triage_and_summary(system):
     """Knob 0's triage and summary through the engine (`common.exact_path`): on the first
     five tuning questions (one per tool), the greedy tokens of eager torch on the same weights."""

@@ -57,10 +57,16 @@ class System:
     sizes: str = "rag"
     demo: tuple | None = None
 
-    def build(self):
-        """The Program, knowing its spec (worker processes build it again from there)."""
+    def build(self, **sizes):
+        """The Program, knowing its spec (worker processes build it again from there).
+        `sizes`: keywords of the spec's factory that make it smaller (a RAG system's
+        `corpus`, for tests); a program so built has no spec (a worker process could not
+        build the same one from it)."""
         from autotuner import load_program
+        from autotuner.loading import as_program, load_object
 
+        if sizes:
+            return as_program(load_object(self.program, "program")(**sizes))
         program = load_program(self.program)
         program.spec = self.program
         return program
