@@ -63,10 +63,9 @@ class System:
         `corpus`, for tests); a program so built has no spec (a worker process could not
         build the same one from it)."""
         from autotuner import load_program
-        from autotuner.loading import as_program, load_object
 
         if sizes:
-            return as_program(load_object(self.program, "program")(**sizes))
+            return _resolve(self.program)(**sizes)
         program = load_program(self.program)
         program.spec = self.program
         return program
