@@ -53,6 +53,24 @@ def test_a_value_far_slower_in_its_first_run_is_not_timed_again():
     assert calls.count("hopeless") == 1 and calls.count("half") == 3
 
 
+def test_a_hopeless_warm_up_yielding_its_outputs_stops_at_the_input_that_tells():
+    """A probe that yields its outputs one by one: the hopeless value (10x the exact
+    work) stops once its warm-up passes 1 / HOPELESS of the exact one's, before its
+    five inputs ran (the others run all five), and is still left out for its speed."""
+    calls, lines = [], []
+
+    def run(value):
+        for _ in range(5):
+            calls.append(value)
+            sum(i * i for i in range(WORK[value] // 5))
+            yield value is None or value == "half"  # the exact output where it equals the exact value's
+
+    assert paying_values("m.precision", run, ("half", "hopeless"), log=lines.append) == ["half"]
+    assert calls[:10] == [None] * 5 + ["half"] * 5
+    assert 1 <= calls.count("hopeless") < 5
+    assert len(lines) == 1 and "hopeless left out on this machine" in lines[0]
+
+
 def test_a_new_candidate_is_measured_alone():
     paying_values("m.precision", run_at([]), ("half",), log=None)
     calls = []

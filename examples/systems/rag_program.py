@@ -106,7 +106,7 @@ def llm_precisions(llm) -> list[str]:
 
     def run_at(precision):
         model = llm if precision is None else llm.with_precision(precision)
-        return [model.answer(q, passages, LLM_TOKENS).text for q in PROBE_QUESTIONS]
+        return (model.answer(q, passages, LLM_TOKENS).text for q in PROBE_QUESTIONS)  # one by one: see paying_values
 
     say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
     # a worker process builds the system again: the process that started it has said why already

@@ -78,7 +78,8 @@ def writer_precisions(writer) -> list[str]:
 
     def run_at(precision):
         model = writer if precision is None else writer.with_precision(precision)
-        return [model.answer(i.question, list(i.functions[:1]), DEFAULT_MAX_NEW_TOKENS).text for i in items]
+        # one by one: a hopeless value's warm-up stops early (`machine.measure_speedups`)
+        return (model.answer(i.question, list(i.functions[:1]), DEFAULT_MAX_NEW_TOKENS).text for i in items)
 
     say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
     log = None if multiprocessing.parent_process() else say

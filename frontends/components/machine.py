@@ -102,25 +102,32 @@ def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequenc
     first: it builds the value's variant, and its outputs, a sequence, are compared; none:
     all equal). A value whose warm-up, its build included, took over 1 / HOPELESS times the
     exact warm-up's time is not timed again: its warm-up ratio stands (float16 on a CPU
-    without fp16 units: 0.13x, minutes of a fresh machine's probe)."""
+    without fp16 units: 0.13x, minutes of a fresh machine's probe); where `run_at` yields
+    its outputs one by one, such a warm-up stops at the input where it passes that time
+    (its ratio and its share of equal outputs then come from the inputs it ran)."""
     clock = _clock(device)
     outputs, warm = {}, {}
     for v in (None, *candidates):
-        t0 = clock()
-        outputs[v] = list(run_at(v) or ())
-        warm[v] = clock() - t0
+        t0, outs = clock(), []
+        for out in run_at(v) or ():
+            outs.append(out)
+            if v is not None and clock() - t0 > warm[None] / HOPELESS:
+                break  # hopeless already: its other inputs would only cost time
+        outputs[v], warm[v] = outs, clock() - t0
     n = len(outputs[None])
-    same = {v: round(sum(a == b for a, b in zip(outputs[v], outputs[None])) / n, 3) if n else 1.0
-            for v in candidates}
-    hopeless = {v: round(warm[None] / max(warm[v], 1e-9), 3) for v in candidates
-                if warm[None] < HOPELESS * warm[v]}
+    same = {v: round(sum(a == b for a, b in zip(outputs[v], outputs[None])) / len(outputs[v]), 3)
+            if n and outputs[v] else 1.0 for v in candidates}
+    # a warm-up cut short: its time over the inputs it ran, scaled to all of them
+    spent = {v: warm[v] * n / len(outputs[v]) if 0 < len(outputs[v]) < n else warm[v] for v in candidates}
+    hopeless = {v: round(warm[None] / max(spent[v], 1e-9), 3) for v in candidates
+                if warm[None] < HOPELESS * spent[v]}
     timed = [v for v in candidates if v not in hopeless]
     best: dict = {}
     for r in range(rounds):
         for v in timed:
             for which in ((None, v) if r % 2 == 0 else (v, None)):
                 t0 = clock()
-                run_at(which)
+                list(run_at(which) or ())  # a generator runs only when read
                 dt = clock() - t0
                 best[which] = min(best.get(which, dt), dt)
     return {v: hopeless[v] if v in hopeless else round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
