@@ -43,7 +43,8 @@ def test_knobs_are_those_of_the_ir(system):
     program, _ = system
     names = [k.name for k in program.knobs()]
     # a precision knob only where a value was measured to pay on this machine
-    expected = [*(["answer.precision"] if llm_precisions(common.smollm()) else []), *ANSWER_KNOBS, "prompt", "read"]
+    offered = llm_precisions(common.smollm(), [common.readers()[1]])  # the answer op's cascade stage: the reader
+    expected = [*(["answer.precision"] if offered else []), *ANSWER_KNOBS, "prompt", "read"]
     assert names[-len(expected):] == expected
     assert [k["name"] for k in json.loads(list_knobs(program.ir(), program.name))] == names
     assert program.name.endswith("_llm") and program.model.startswith("SmolLM2")

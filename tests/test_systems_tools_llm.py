@@ -15,7 +15,8 @@ from approx_opt.main import list_knobs
 from examples.systems.tools_agent_llm import load_writer, system, writer_precisions
 from examples.systems.tools_components import ItemTools, routers
 from examples.systems.tools_data import pool_items, query_of
-from examples.systems.tools_llm import calls_of, schema_text, target_calls, tools_prompt
+from examples.systems.tools_llm import ReaderFiller, calls_of, schema_text, target_calls, tools_prompt
+from examples.systems.tools_reader import load_readers
 from frontends.components.tools.bfcl import format_calls, parse_calls
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 
@@ -48,7 +49,8 @@ def test_adapters_load_with_their_exits(writer):
 def test_list_knobs_of_the_agent_ir_is_program_knobs(program, writer):
     listed = [k["name"] for k in json.loads(list_knobs(program.ir(), "tools_agent_llm"))]
     # a precision knob only where a value was measured to pay on this machine
-    precision = ["writer.precision"] if writer_precisions(writer) else []
+    fillers = [ReaderFiller(r) for r in load_readers()]  # the cascade's stages: the op's precision reaches them
+    precision = ["writer.precision"] if writer_precisions(writer, fillers) else []
     assert listed == [k.name for k in program.knobs()] == [
         "tools.router", "writer.model", "writer.max_new_tokens", *precision, "writer.layers", "writer.skip",
         "tools_agent_llm"]
@@ -118,3 +120,40 @@ def test_the_engine_exact_path_writes_eager_torchs_calls(writer, program):
         item = pool_items(category)[k]
         tokens, _, prompt = writer.generate(item.question, item.functions)
         assert (tokens, prompt) == eager.generate(item.question, item.functions)[::2], item.id
+
+
+def test_untimed_passes_reuse_the_writers_calls_and_kept_only_reads_them(program):
+    """The writer's calls are kept (their operand, the routed function's schema, is a
+    dict): a second run within `untimed()` reads the first's calls, a configuration whose
+    calls were kept is scored in `kept_only` with no model run, and one whose calls were
+    not raises NotKept there instead of writing them."""
+    from approx_opt.program import NotKept
+
+    q = query_of(pool_items("simple_python")[0])
+    run = program.build({"writer.max_new_tokens": {"knob_val": 1}})
+    with program.untimed():
+        first = run(q)
+    before = program.reuse_counts()
+    with program.kept_only():
+        assert run(q) == first
+    after = program.reuse_counts()
+    assert after["run"] == before["run"] and after["reused"] > before["reused"]
+    with program.kept_only(), pytest.raises(NotKept, match="writer"):
+        program.build({"writer.max_new_tokens": {"knob_val": 2}})(q)
+
+
+def test_the_writers_precision_values_are_those_its_cascade_stages_build_too(writer):
+    """The op's precision reaches its cascade stages (the readers' fillers): a value one
+    of them does not build (int4: an engine build of SmolLM2 only) is not offered, with
+    one line saying which stage lacks it; the values every stage builds stay."""
+    from examples.systems.rag_program import LLM_PRECISIONS, precision_candidates
+
+    fillers = [ReaderFiller(r) for r in load_readers()]
+    lines = []
+    kept = precision_candidates(writer, "writer.precision", lines.append, fillers)
+    assert all(v in writer.precisions and all(v in f.precisions for f in fillers) for v in kept)
+    assert "int4" not in kept and "bfloat16" in kept  # bfloat16: a float every reader casts to
+    assert [v for v in LLM_PRECISIONS if v not in kept] == [line.split(" = ")[1].split()[0] for line in lines]
+    if "int4" in writer.precisions:  # an engine builds it
+        assert any("filler_" in line and "(a cascade stage of the same op) has no int4 variant" in line
+                   for line in lines)

@@ -77,7 +77,7 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     per question by `prompt`'s ladder (`rag_program`): the passages together cut to
     PROMPT_TOKENS, then brought to COMPRESS_TOKENS by dropping the sentences sharing
     fewest words with the question."""
-    precisions = llm_precisions(llm)
+    precisions = llm_precisions(llm, [reader])
     tune = [Tune.precision(*precisions)] if precisions else []  # first: where it pays, the gentlest step
     tune += [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
              Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
@@ -92,8 +92,9 @@ LLM_PRECISIONS = ("bfloat16", "float16", "int8", "int4")
 PROBE_QUESTIONS = ("Which team won the game?", "Who was the most valuable player?", "Where was the game played?")
 
 
-def llm_precisions(llm) -> list[str]:
-    """The LLM's precision values that answer RAG questions faster than float32 on this
+def llm_precisions(llm, stages=()) -> list[str]:
+    """The LLM's precision values that it and the answer op's cascade `stages` (the
+    reader) build, that answer RAG questions faster than float32 on this
     machine, and as float32 does on most of them (probed once: three SQuAD passages and
     PROBE_QUESTIONS, paired, cached per machine; `frontends.components.machine.paying_values`)."""
     import multiprocessing
@@ -112,18 +113,26 @@ def llm_precisions(llm) -> list[str]:
     # a worker process builds the system again: the process that started it has said why already
     log = None if multiprocessing.parent_process() else say
     name = getattr(llm, "probe_name", llm.name)  # an engine-backed model's figures are its own
-    return paying_values(f"{name}.precision", run_at, precision_candidates(llm, f"{name}.precision", log),
+    return paying_values(f"{name}.precision", run_at, precision_candidates(llm, f"{name}.precision", log, stages),
                          device=device(), log=log)
 
 
-def precision_candidates(model, what: str, log=None) -> list[str]:
-    """The LLM_PRECISIONS `model` builds (int4 only through an engine), one line to `log` for
-    each other (those APPROX_LEAVE_OUT names are kept: `paying_values` says that instead)."""
+def precision_candidates(model, what: str, log=None, stages=()) -> list[str]:
+    """The LLM_PRECISIONS `model` builds (int4 only through an engine), and every one of
+    `stages` (the op's cascade stages, which its precision reaches too) builds, one line
+    to `log` for each other (those APPROX_LEAVE_OUT names are kept: `paying_values` says
+    that instead)."""
     from frontends.components.machine import left_out
 
-    keep = [v for v in LLM_PRECISIONS if v in model.precisions or v in left_out()]
+    def why_not(v) -> str | None:
+        if v not in model.precisions:
+            return getattr(model, "missing", {}).get(v, f"{model.name} has no {v} variant")
+        lacking = [p.name for p in stages if v not in p.precisions]
+        return f"{', '.join(lacking)} (a cascade stage of the same op) has no {v} variant" if lacking else None
+
+    keep = [v for v in LLM_PRECISIONS if why_not(v) is None or v in left_out()]
     for v in (v for v in LLM_PRECISIONS if v not in keep and log is not None):
-        log(f"{what} = {v} left out: {getattr(model, 'missing', {}).get(v, f'{model.name} has no {v} variant')}")
+        log(f"{what} = {v} left out: {why_not(v)}")
     return keep
 
 

@@ -61,9 +61,10 @@ def load_writer():
 PROBE_ITEMS = 2  # BFCL development requests (outside every tuning and held-out split) the precision probe writes
 
 
-def writer_precisions(writer) -> list[str]:
+def writer_precisions(writer, stages=()) -> list[str]:
     """The writer's precision values (the LLM candidates, `rag_program.LLM_PRECISIONS`)
-    that write calls faster than float32 on this machine and the same calls on most of
+    that it and its cascade `stages` build (`precision_candidates`: the op's precision
+    reaches them too), that write calls faster than float32 on this machine and the same calls on most of
     PROBE_ITEMS development requests (`machine.paying_values`: probed once, cached per
     machine; a value left out says why in one line): bfloat16 is 2-4x faster on a CPU with
     bf16 instructions and several times slower on one without."""
@@ -84,7 +85,7 @@ def writer_precisions(writer) -> list[str]:
     say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
     log = None if multiprocessing.parent_process() else say
     name = getattr(writer, "probe_name", writer.name)  # an engine-backed model's figures are its own
-    return paying_values(f"{name}.precision", run_at, precision_candidates(writer, f"{name}.precision", log),
+    return paying_values(f"{name}.precision", run_at, precision_candidates(writer, f"{name}.precision", log, stages),
                          device=device(), log=log)
 
 
@@ -98,7 +99,9 @@ def calls_or_cues(written, question: str, function: dict) -> list[dict]:
 
 
 def agent_program(writer=None, readers=None, encoder=None):
-    """(the decorated agent, the embedding router): the program of the module docstring."""
+    """(the decorated agent, the embedding router, the answer models whose calls the
+    tuner's untimed passes keep: the writer and the readers' fillers, all deterministic):
+    the program of the module docstring."""
     from examples.systems.tools_components import ItemTools, routers
     from examples.systems.tools_reader import THRESHOLDS, load_readers
     from frontends.components.declare import Generate, ToolCall, Tune
@@ -108,9 +111,10 @@ def agent_program(writer=None, readers=None, encoder=None):
     embedding, keyword = routers(encoder)
     item_tools, route = ItemTools(), [Tune.substitute("router", keyword)]
     tools = ToolCall("tools", item_tools, embedding, tune=route)
-    precisions = writer_precisions(writer)
+    fillers = [ReaderFiller(fast), ReaderFiller(pro)]
+    precisions = writer_precisions(writer, fillers)
     write = Generate("writer", writer, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
-                     tune=[Tune.cascade([ReaderFiller(fast), ReaderFiller(pro)], THRESHOLDS),
+                     tune=[Tune.cascade(fillers, THRESHOLDS),
                            Tune.param("max_new_tokens", *TOKENS),
                            *([Tune.precision(*precisions)] if precisions else []),
                            Tune.param("layers", *sorted(writer.exits, reverse=True)), Tune.skip("skip", fallback=None)])
@@ -122,19 +126,21 @@ def agent_program(writer=None, readers=None, encoder=None):
         return calls_or_cues(written, query.question, function)
 
     tools_agent_llm.__qualname__ = "tools_agent_llm"
-    return decided_by_string_load(tools_agent_llm, item_tools, keyword, route), embedding
+    return decided_by_string_load(tools_agent_llm, item_tools, keyword, route), embedding, (writer, *fillers)
 
 
 @functools.lru_cache(maxsize=4)
 def system(writer=None, readers=None, encoder=None) -> SystemProgram:
     """The LLM agent as the autotuner's Program, built once (`writer`: default SmolLM2
     with the tools adapters; `readers`, `encoder` as tools_agent.system's; the function
-    index), torch on one thread."""
-    from examples.systems.common import one_thread
+    index), torch on one thread. Its answer models' calls are kept for the tuner's
+    untimed passes (`reuse_answers`), as the RAG systems' are."""
+    from examples.systems.common import one_thread, reuse_answers
 
     one_thread()
-    return SystemProgram("examples.systems.tools_agent_llm:tools_agent_llm",
-                         indexed(*agent_program(writer, readers, encoder)), model=model_name())
+    program, embedding, answer_models = agent_program(writer, readers, encoder)
+    return SystemProgram("examples.systems.tools_agent_llm:tools_agent_llm", indexed(program, embedding),
+                         model=model_name(), reuse=answer_models if reuse_answers(True) else ())
 
 
 __getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent_llm:program ...`

@@ -110,6 +110,7 @@ class ReaderFiller(Variants, AnswerModel):
 
         self.scorer, self.reader = scorer, ArgumentReader(scorer)
         self.name = f"filler_{self.reader.name}"
+        self.precisions = frozenset(scorer.precisions)  # its variants are the reader's
 
     def build_variant(self, precision: str, layers: int | None) -> "ReaderFiller":
         return ReaderFiller(self.scorer.variant(precision))

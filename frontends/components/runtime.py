@@ -354,10 +354,14 @@ def confidence(runtime: ComponentRuntime, s: Settings, answer) -> float:
 
 
 def _hashable(args: tuple):
-    """A cache key for `args` (lists as tuples), or None when they cannot be one."""
+    """A cache key for `args` (lists as tuples, dicts as their items sorted by key: a
+    tool's schema is an operand of the call that writes it), or None when they cannot be
+    one. Its repr is the same in every process (kept outputs on disk are keyed by it)."""
     def key(x):
         if isinstance(x, list | tuple):
             return tuple(key(v) for v in x)
+        if isinstance(x, dict):
+            return ("<dict>", *sorted((k, key(v)) for k, v in x.items()))
         hash(x)
         return x
 
