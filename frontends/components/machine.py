@@ -20,7 +20,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from frontends.components.folders import cache_dir
@@ -94,7 +94,7 @@ def left_out() -> frozenset[str]:
     return frozenset(check_backend(v, LEAVE_OUT_ENV) for v in names)
 
 
-def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequence[str],
+def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
                      rounds: int = 2, device: str = "cpu") -> tuple[dict, dict]:
     """({value: exact time / time at value}, {value: share of its outputs equal to the
     exact value's}): `run_at(None)` (exact) and `run_at(value)` timed side by side
@@ -106,7 +106,8 @@ def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequenc
     its outputs one by one, such a warm-up stops at the input where it passes that time
     (its ratio and its share of equal outputs then come from the inputs it ran)."""
     clock = _clock(device)
-    outputs, warm = {}, {}
+    outputs: dict[str | None, list] = {}
+    warm: dict[str | None, float] = {}
     for v in (None, *candidates):
         t0, outs = clock(), []
         for out in run_at(v) or ():
@@ -133,7 +134,7 @@ def measure_speedups(run_at: Callable[[str | None], object], candidates: Sequenc
     return {v: hopeless[v] if v in hopeless else round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
 
 
-def paying_values(what: str, run_at: Callable[[str | None], object], candidates: Sequence[str],
+def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
                   min_gain: float = MIN_GAIN, log: Callable[[str], None] | None = print,
                   refresh: bool = False, min_same: float = MIN_SAME, device: str = "cpu") -> list[str]:
     """The `candidates` of knob `what` (e.g. "smollm2.precision") that run at least
