@@ -59,7 +59,7 @@ def test_list_knobs_of_the_agent_ir_is_program_knobs(program, writer):
 def test_a_precision_value_that_does_not_pay_here_is_left_out(writer, monkeypatch, capsys):
     """With every candidate left out (APPROX_LEAVE_OUT, as a CPU where none pays), the
     writer has no precision knob, and the probe says why in one line per value."""
-    from examples.systems.rag_program import LLM_PRECISIONS
+    from examples.systems.common import LLM_PRECISIONS
 
     monkeypatch.setenv("APPROX_LEAVE_OUT", ",".join(LLM_PRECISIONS))
     assert writer_precisions(writer) == []
@@ -146,7 +146,7 @@ def test_the_writers_precision_values_are_those_its_cascade_stages_build_too(wri
     """The op's precision reaches its cascade stages (the readers' fillers): a value one
     of them does not build (int4: an engine build of SmolLM2 only) is not offered, with
     one line saying which stage lacks it; the values every stage builds stay."""
-    from examples.systems.rag_program import LLM_PRECISIONS, precision_candidates
+    from examples.systems.common import LLM_PRECISIONS, precision_candidates
 
     fillers = [ReaderFiller(r) for r in load_readers()]
     lines = []

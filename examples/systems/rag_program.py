@@ -36,7 +36,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from examples.systems.common import answer_model_name, readers, reuse_answers, smollm
+from examples.systems.common import answer_model_name, paying_precisions, readers, reuse_answers, smollm
 from examples.systems.program import SystemProgram
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
@@ -87,53 +87,18 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 
-# candidates of the LLM's precision knob, least approximate first (int4: only through an engine build)
-LLM_PRECISIONS = ("bfloat16", "float16", "int8", "int4")
 PROBE_QUESTIONS = ("Which team won the game?", "Who was the most valuable player?", "Where was the game played?")
 
 
 def llm_precisions(llm, stages=()) -> list[str]:
     """The LLM's precision values that it and the answer op's cascade `stages` (the
-    reader) build, that answer RAG questions faster than float32 on this
-    machine, and as float32 does on most of them (probed once: three SQuAD passages and
-    PROBE_QUESTIONS, paired, cached per machine; `frontends.components.machine.paying_values`)."""
-    import multiprocessing
-
+    reader) build, that answer RAG questions faster than float32 on this machine, and as
+    float32 does on most of them (`common.paying_precisions` on three SQuAD passages and
+    PROBE_QUESTIONS)."""
     from examples import squad
-    from examples.systems.common import device
-    from frontends.components.machine import paying_values
 
     passages = list(squad.paragraphs()[:3])
-
-    def run_at(precision):
-        model = llm if precision is None else llm.with_precision(precision)
-        return (model.answer(q, passages, LLM_TOKENS).text for q in PROBE_QUESTIONS)  # one by one: see paying_values
-
-    say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
-    # a worker process builds the system again: the process that started it has said why already
-    log = None if multiprocessing.parent_process() else say
-    name = getattr(llm, "probe_name", llm.name)  # an engine-backed model's figures are its own
-    return paying_values(f"{name}.precision", run_at, precision_candidates(llm, f"{name}.precision", log, stages),
-                         device=device(), log=log)
-
-
-def precision_candidates(model, what: str, log=None, stages=()) -> list[str]:
-    """The LLM_PRECISIONS `model` builds (int4 only through an engine), and every one of
-    `stages` (the op's cascade stages, which its precision reaches too) builds, one line
-    to `log` for each other (those APPROX_LEAVE_OUT names are kept: `paying_values` says
-    that instead)."""
-    from frontends.components.machine import left_out
-
-    def why_not(v) -> str | None:
-        if v not in model.precisions:
-            return getattr(model, "missing", {}).get(v, f"{model.name} has no {v} variant")
-        lacking = [p.name for p in stages if v not in p.precisions]
-        return f"{', '.join(lacking)} (a cascade stage of the same op) has no {v} variant" if lacking else None
-
-    keep = [v for v in LLM_PRECISIONS if why_not(v) is None or v in left_out()]
-    for v in (v for v in LLM_PRECISIONS if v not in keep and log is not None):
-        log(f"{what} = {v} left out: {why_not(v)}")
-    return keep
+    return paying_precisions(llm, [(q, passages) for q in PROBE_QUESTIONS], LLM_TOKENS, stages)
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,

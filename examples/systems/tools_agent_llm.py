@@ -62,31 +62,15 @@ PROBE_ITEMS = 2  # BFCL development requests (outside every tuning and held-out 
 
 
 def writer_precisions(writer, stages=()) -> list[str]:
-    """The writer's precision values (the LLM candidates, `rag_program.LLM_PRECISIONS`)
-    that it and its cascade `stages` build (`precision_candidates`: the op's precision
-    reaches them too), that write calls faster than float32 on this machine and the same calls on most of
-    PROBE_ITEMS development requests (`machine.paying_values`: probed once, cached per
-    machine; a value left out says why in one line): bfloat16 is 2-4x faster on a CPU with
-    bf16 instructions and several times slower on one without."""
-    import multiprocessing
-
-    from examples.systems.common import device
-    from examples.systems.rag_program import precision_candidates
+    """The writer's precision values that it and its cascade `stages` build, that write
+    calls faster than float32 on this machine and the same calls on most of PROBE_ITEMS
+    development requests (`common.paying_precisions`): bfloat16 is 2-4x faster on a CPU
+    with bf16 instructions and several times slower on one without."""
+    from examples.systems.common import paying_precisions
     from examples.systems.tools_data import dev_items
-    from frontends.components.machine import paying_values
 
-    items = dev_items("simple_python")[:PROBE_ITEMS]
-
-    def run_at(precision):
-        model = writer if precision is None else writer.with_precision(precision)
-        # one by one: a hopeless value's warm-up stops early (`machine.measure_speedups`)
-        return (model.answer(i.question, list(i.functions[:1]), DEFAULT_MAX_NEW_TOKENS).text for i in items)
-
-    say = lambda line: print(f"[knobs] {line}", flush=True)  # noqa: E731
-    log = None if multiprocessing.parent_process() else say
-    name = getattr(writer, "probe_name", writer.name)  # an engine-backed model's figures are its own
-    return paying_values(f"{name}.precision", run_at, precision_candidates(writer, f"{name}.precision", log, stages),
-                         device=device(), log=log)
+    probe = [(i.question, list(i.functions[:1])) for i in dev_items("simple_python")[:PROBE_ITEMS]]
+    return paying_precisions(writer, probe, DEFAULT_MAX_NEW_TOKENS, stages)
 
 
 def calls_or_cues(written, question: str, function: dict) -> list[dict]:
