@@ -18,7 +18,8 @@ from approx_dialect.precision import PRECISIONS
 from approx_opt.main import list_knobs
 from examples import squad
 from examples.systems import common
-from examples.systems.rag_program import PROBE_QUESTIONS, llm_precisions
+from examples.systems.common import PROBE_QUESTIONS
+from examples.systems.rag_program import llm_precisions
 from frontends.components.kept import provider_identity
 from frontends.components.llm import engine
 
@@ -29,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def llm():
     model = common.smollm()
-    if engine.default_engine(common.device()) is None:
-        pytest.skip(f"{engine.ENV}=torch or a GPU run: the exact path is torch's")
+    if common.exact_engine() is None:
+        pytest.skip(f"{engine.ENV}=torch, a GPU run, or eager torch is faster here: the exact path is torch's")
     return model
 
 
@@ -100,3 +101,22 @@ def test_the_ir_lists_the_int8_value_where_it_pays(llm):
         text = system.ir(after=True, config={"answer.precision": {"knob_val": k}})
         types += [t for t in ir.values() if f"precision = {t}" in text]
     assert types == [ir[p] for p in offered]
+
+
+@pytest.mark.parametrize("speedup, same, chosen", [(1.88, 1.0, engine.EXACT), (0.91, 1.0, None), (2.0, 2 / 3, None)])
+def test_the_engine_takes_the_exact_path_only_where_the_probe_finds_it_faster_and_the_same(
+        speedup, same, chosen, tmp_path, monkeypatch, capsys):
+    """`common.exact_engine` reads the machine's probe (its figures written here, as a
+    probe on an AMD EPYC and on a Xeon with AMX measured them): the engine where it runs
+    faster than eager torch with torch's answers, torch elsewhere, in one line."""
+    from frontends.components.machine import PROBE_FILE, machine_key
+
+    monkeypatch.delenv(engine.ENV, raising=False)
+    monkeypatch.setenv("APPROX_CACHE_DIR", str(tmp_path))  # only the probe's figures: no model is loaded
+    (tmp_path / PROBE_FILE).write_text(json.dumps({machine_key(): {"smollm2.exact_path": {engine.EXACT: speedup},
+                                                                   "smollm2.exact_path same": {engine.EXACT: same}}}))
+    assert common.exact_engine() == chosen
+    out = capsys.readouterr().out
+    assert ("the exact path stays eager torch" in out) == (chosen is None), out
+    assert common.smollm_weights().endswith("exact path through ort-fp32)" if chosen else "float32)")
+    assert not (tmp_path / "engines").exists()

