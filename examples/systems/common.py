@@ -86,10 +86,10 @@ def smollm():
 
 def exact_path(llm):
     """`llm` (a SmolLM2 on `device()`) with its exact path through the run's engine
-    (`exact_engine`, probed with `llm` where not known yet; None: `llm` itself, torch)."""
+    (`exact_engine`; None: `llm` itself, torch)."""
     from frontends.components.llm.engine_model import through_engine
 
-    engine = exact_engine(llm)
+    engine = exact_engine()
     return through_engine(llm, engine) if engine else llm
 
 
@@ -106,15 +106,15 @@ def rag_probe() -> list[tuple[str, list[str]]]:
     return [(q, passages) for q in PROBE_QUESTIONS]
 
 
-def exact_engine(llm=None) -> str | None:
+def exact_engine() -> str | None:
     """The engine SmolLM2's exact configuration runs through on this machine (None: eager
     torch). APPROX_LLM_ENGINE decides where set. Otherwise, on the CPU with the engine extra,
-    `engine.EXACT` where it answers the probe (`rag_probe`, with `llm`, else the answer
-    model) at least EXACT_MIN_GAIN times faster than eager torch float32 and as torch does
-    on every question (`machine.paying_values`: paired, once per machine, cached as
-    `smollm2.exact_path`); one line says when torch stays. Engines differ by CPU: ONNX
-    Runtime GenAI fp32 ran 1.88x eager torch on an AMD EPYC with AVX-512 bf16, 0.91x on a
-    Xeon with AMX (bench/engine_probe_*.json)."""
+    `engine.EXACT` where the RAG answer model answers the probe (`rag_probe`; the other
+    SmolLM2s' prompts are no RAG questions) through it at least EXACT_MIN_GAIN times faster
+    than eager torch float32 and as torch does on every question (`machine.paying_values`:
+    paired, once per machine, cached as `smollm2.exact_path`); one line says when torch stays.
+    Engines differ by CPU: ONNX Runtime GenAI fp32 ran 1.88x eager torch on an AMD EPYC with
+    AVX-512 bf16, 0.91x on a Xeon with AMX (bench/engine_probe_*.json)."""
     import multiprocessing
 
     from frontends.components.folders import cache_dir
@@ -128,7 +128,7 @@ def exact_engine(llm=None) -> str | None:
         return engine
     if key in _EXACT:
         return _EXACT[key]
-    probe, models = rag_probe(), [llm]
+    probe, models = rag_probe(), [None]
 
     def run_at(value):  # the probe's answers at `value` (None: eager torch); a model is loaded only to measure
         if models[0] is None:
