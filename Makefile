@@ -42,7 +42,7 @@ $(IREE): $(STAMP)
 # the CPU inference engines (onnxruntime-genai, openvino; about 300 MB; part of `make install`): SmolLM2's exact path on the CPU
 # and its int8 / bf16 values; its engine builds (fp32, int8; ~10 s each, 520 + 260 MB under .cache/approx/engines)
 # are made here once, and the probe that decides whether the engine or eager torch is this machine's exact path runs
-# here once (~20 s), so that no test waits for them (a missing one is made on first use)
+# here once (about a minute in all on a fresh machine), so that no test waits for them (a missing one is made on first use)
 $(ENGINE): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[engine]'
 	$(PY) -c "from examples.systems.common import smollm; smollm().with_precision('int8')"
