@@ -100,6 +100,20 @@ EXACT_MIN_GAIN = 1.05  # an engine takes the exact path where it runs at least t
 _EXACT: dict = {}  # (device, cache dir) -> the engine chosen (None: eager torch), once per process
 
 
+def probe_answers(model, probe, max_new_tokens: int):
+    """`model`'s answers to `probe` ((question, contexts) pairs), one by one: a probe's
+    hopeless value stops its warm-up early (`machine.measure_speedups`)."""
+    return (model.answer(q, contexts, max_new_tokens).text for q, contexts in probe)
+
+
+def probe_log(suffix: str = ""):
+    """Where a probe says why a value is left out: one line in the process that started the
+    run, nothing in a worker process (it builds the system again: the first has said it)."""
+    import multiprocessing
+
+    return None if multiprocessing.parent_process() else (lambda line: print(f"[knobs] {line}{suffix}", flush=True))
+
+
 def rag_probe() -> list[tuple[str, list[str]]]:
     """(question, contexts) pairs of the knob probes: PROBE_QUESTIONS on the first three SQuAD paragraphs."""
     passages = list(squad.paragraphs()[:3])
@@ -115,8 +129,6 @@ def exact_engine() -> str | None:
     paired, once per machine, cached as `smollm2.exact_path`); one line says when torch stays.
     Engines differ by CPU: ONNX Runtime GenAI fp32 ran 1.88x eager torch on an AMD EPYC with
     AVX-512 bf16, 0.91x on a Xeon with AMX (bench/engine_probe_*.json)."""
-    import multiprocessing
-
     from frontends.components.folders import cache_dir
     from frontends.components.llm.engine import EXACT, default_engine, engine_from_env
     from frontends.components.llm.engine_model import through_engine
@@ -135,13 +147,10 @@ def exact_engine() -> str | None:
             from frontends.components.llm.smollm import SmolLM2
 
             models[0] = SmolLM2.load(SMOLLM_ADAPTER, device=where)
-        model = models[0] if value is None else through_engine(models[0], value)
-        return (model.answer(q, contexts, PROBE_TOKENS).text for q, contexts in probe)
+        return probe_answers(models[0] if value is None else through_engine(models[0], value), probe, PROBE_TOKENS)
 
-    log = None if multiprocessing.parent_process() else (lambda line: print(f"[knobs] {line}; the exact path "
-                                                                            "stays eager torch", flush=True))
     paying = paying_values("smollm2.exact_path", run_at, [EXACT], min_gain=EXACT_MIN_GAIN, min_same=1.0,
-                           device=where, log=log)
+                           device=where, log=probe_log("; the exact path stays eager torch"))
     _EXACT[key] = EXACT if paying else None
     return _EXACT[key]
 
@@ -180,15 +189,12 @@ def paying_precisions(model, probe, max_new_tokens: int, stages=()) -> list[str]
     one by one, so a hopeless value's warm-up stops early). A value left out says why in
     one line, in the process that started the run (a worker process builds the system
     again: that one has said it already)."""
-    import multiprocessing
-
     from frontends.components.machine import paying_values
 
     def run_at(precision):
-        answering = model if precision is None else model.with_precision(precision)
-        return (answering.answer(q, contexts, max_new_tokens).text for q, contexts in probe)
+        return probe_answers(model if precision is None else model.with_precision(precision), probe, max_new_tokens)
 
-    log = None if multiprocessing.parent_process() else (lambda line: print(f"[knobs] {line}", flush=True))
+    log = probe_log()
     what = f"{getattr(model, 'probe_name', model.name)}.precision"  # an engine-backed model's figures are its own
     return paying_values(what, run_at, precision_candidates(model, what, log, stages), device=device(), log=log)
 
