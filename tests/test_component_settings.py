@@ -137,6 +137,22 @@ def test_a_knob_serves_the_ops_of_its_label_that_support_it(parts):
     assert settings.for_provider(bm25).precision is None and settings.for_provider(dense) is settings
 
 
+def test_a_precision_value_runs_where_its_provider_builds_it(parts):
+    """A precision value reaches the providers of its label that build it (the dense
+    retriever's float16); one that builds no variant of it (int8) runs its own precision,
+    as a cascade's cheaper stage does under its LLM's int8; a value no provider of the
+    label builds is refused where the program is declared."""
+    from frontends.components.retrieval import DenseRetriever
+
+    corpus, _, _, bm25 = parts
+    dense = DenseRetriever(corpus, top_k=3)
+    assert "int8" not in dense.precisions
+    assert RetrieveSettings(retriever="docs", top_k=3, precision="int8").for_provider(dense).precision is None
+    with pytest.raises(ApproxError, match=rf"component 'docs': precision int8 is built by none of its providers "
+                                          rf"\({dense.name}\)$"):
+        program(Retrieve("docs", dense, top_k=3, tune=[Tune.precision("float16", "int8")])).knobs()
+
+
 def test_precision_variants_are_built_once_per_provider(parts):
     _, fast, _, _ = parts
     bf = fast.variant("bfloat16")

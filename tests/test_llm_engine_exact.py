@@ -79,11 +79,10 @@ def test_a_worker_process_loads_the_same_engine(llm):
 
 def test_the_ir_lists_the_int8_value_where_it_pays(llm):
     from examples.systems import rag_bm25
-    from examples.systems.common import readers
     from frontends.components.folders import cache_dir
     from frontends.components.machine import MIN_GAIN, MIN_SAME, PROBE_FILE, machine_key
 
-    offered = llm_precisions(llm, [readers()[1]])  # the answer op's cascade stage: the reader
+    offered = llm_precisions(llm)
     # probed against the exact engine under the engine model's own name (never torch's figures),
     # each offered value faster and keeping most of the probe's answers
     figures = json.loads((cache_dir() / PROBE_FILE).read_text())[machine_key()]

@@ -43,7 +43,7 @@ def test_knobs_are_those_of_the_ir(system):
     program, _ = system
     names = [k.name for k in program.knobs()]
     # a precision knob only where a value was measured to pay on this machine
-    offered = llm_precisions(common.smollm(), [common.readers()[1]])  # the answer op's cascade stage: the reader
+    offered = llm_precisions(common.smollm())
     expected = [*(["answer.precision"] if offered else []), *ANSWER_KNOBS, "prompt", "read"]
     assert names[-len(expected):] == expected
     assert [k["name"] for k in json.loads(list_knobs(program.ir(), program.name))] == names

@@ -49,8 +49,7 @@ def test_adapters_load_with_their_exits(writer):
 def test_list_knobs_of_the_agent_ir_is_program_knobs(program, writer):
     listed = [k["name"] for k in json.loads(list_knobs(program.ir(), "tools_agent_llm"))]
     # a precision knob only where a value was measured to pay on this machine
-    fillers = [ReaderFiller(r) for r in load_readers()]  # the cascade's stages: the op's precision reaches them
-    precision = ["writer.precision"] if writer_precisions(writer, fillers) else []
+    precision = ["writer.precision"] if writer_precisions(writer) else []
     assert listed == [k.name for k in program.knobs()] == [
         "tools.router", "writer.model", "writer.max_new_tokens", *precision, "writer.layers", "writer.skip",
         "tools_agent_llm"]
@@ -142,18 +141,18 @@ def test_untimed_passes_reuse_the_writers_calls_and_kept_only_reads_them(program
         program.build({"writer.max_new_tokens": {"knob_val": 2}})(q)
 
 
-def test_the_writers_precision_values_are_those_its_cascade_stages_build_too(writer):
-    """The op's precision reaches its cascade stages (the readers' fillers): a value one
-    of them does not build (int4: an engine build of SmolLM2 only) is not offered, with
-    one line saying which stage lacks it; the values every stage builds stay."""
+def test_the_writers_precision_values_are_those_it_builds_and_its_fillers_run_their_own(writer):
+    """The writer's precision candidates are the values it builds (int8; int4 where an
+    engine builds it), whatever its cascade's fillers build: under a value a filler has no
+    variant of (int8), the filler runs its own precision; one it has (bfloat16) reaches it."""
     from examples.systems.common import LLM_PRECISIONS, precision_candidates
+    from frontends.components.settings import GenerateSettings
 
-    fillers = [ReaderFiller(r) for r in load_readers()]
     lines = []
-    kept = precision_candidates(writer, "writer.precision", lines.append, fillers)
-    assert all(v in writer.precisions and all(v in f.precisions for f in fillers) for v in kept)
-    assert "int4" not in kept and "bfloat16" in kept  # bfloat16: a float every reader casts to
+    kept = precision_candidates(writer, "writer.precision", lines.append)
+    assert kept == [v for v in LLM_PRECISIONS if v in writer.precisions] and "int8" in kept
     assert [v for v in LLM_PRECISIONS if v not in kept] == [line.split(" = ")[1].split()[0] for line in lines]
-    if "int4" in writer.precisions:  # an engine builds it
-        assert any("filler_" in line and "(a cascade stage of the same op) has no int4 variant" in line
-                   for line in lines)
+    filler = ReaderFiller(load_readers()[0])
+    assert "int8" not in filler.precisions
+    assert GenerateSettings(model="writer", precision="int8").for_provider(filler).precision is None
+    assert GenerateSettings(model="writer", precision="bfloat16").for_provider(filler).precision == "bfloat16"

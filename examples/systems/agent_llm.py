@@ -29,7 +29,11 @@ call about a second on a CPU. QoS: a gold answer contained in the answer
 Knobs (all exact at 0; `approx-opt --list-knobs` on `program.ir()` lists them):
 `triage.max_new_tokens`, `triage.layers` (early exit), `summary.max_new_tokens`,
 `summary.layers`, `summary.skip` (no summary: the tool's output itself is the
-cheaper, extractive summary), `qa.max_new_tokens`, `qa.layers`, `condense` (per
+cheaper, extractive summary), `qa.max_new_tokens`, `qa.layers`, `triage.precision`,
+`summary.precision`, `qa.precision` (the values the QA model, the RAG answer model,
+answers RAG questions with faster than float32 on this machine and as float32 does:
+`rag_program.llm_precisions`, one probe for the three, which share SmolLM2's shape and
+engine builds; their quality on the agent's own questions is the tuner's to judge), `condense` (per
 question in dynamic mode: variant 1, QA reads the tool's output without a summary, where
 the output's length in words falls on that side of the tuned threshold: a one-sentence
 kernel result may need no summary where a retrieved paragraph does), and
@@ -44,6 +48,7 @@ from autotuner.strategy import NEGLIGIBLE
 from examples.systems.agent_tools import TOOLS, tools
 from examples.systems.common import MODELS, device, exact_path, one_thread, reuse_answers, smollm, smollm_weights
 from examples.systems.program import SystemProgram, program_attribute
+from examples.systems.rag_program import llm_precisions
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
 
@@ -97,16 +102,17 @@ def triage_llm():
     return exact_path(SmolLM2.load(TRIAGE_ADAPTER, name="smollm2_triage", device=device()))
 
 
-def agent_program(prompted, qa_model, triage_model):
+def agent_program(prompted, qa_model, triage_model, precisions=()):
     """The decorated agent of the module docstring: `triage_model` triages, `prompted`
-    summarises, `qa_model` answers."""
+    summarises, `qa_model` answers; `precisions`: the values of each one's precision knob."""
+    precision = [Tune.precision(*precisions)] if precisions else []
     triage = Generate("triage", triage_model, max_new_tokens=TRIAGE_TOKENS,
-                      tune=[Tune.param("max_new_tokens", 3), Tune.param("layers", 25, 20)])
+                      tune=[Tune.param("max_new_tokens", 3), *precision, Tune.param("layers", 25, 20)])
     summarise = Prompt("summary", prompted, template=SUMMARY, max_new_tokens=SUMMARY_TOKENS,
-                       tune=[Tune.param("max_new_tokens", 32, 16), Tune.param("layers", 25, 20),
+                       tune=[Tune.param("max_new_tokens", 32, 16), *precision, Tune.param("layers", 25, 20),
                              Tune.skip(fallback=Tune.input("output"))])
     qa = Generate("qa", qa_model, max_new_tokens=QA_TOKENS,
-                  tune=[Tune.param("max_new_tokens", 8, 4), Tune.param("layers", 25, 20)])
+                  tune=[Tune.param("max_new_tokens", 8, 4), *precision, Tune.param("layers", 25, 20)])
     kernels = {name: RunTool(name, exact, tune=[Tune.substitute("tool", *levels)])
                for name, (exact, *levels) in tools().items()}
     pagerank, kmeans, lavamd, bm25, kb = (kernels[n] for n in ("pagerank", "kmeans", "lavamd", "bm25", "kb"))
@@ -179,7 +185,7 @@ class AgentSystem(SystemProgram):
 def system() -> AgentSystem:
     """The agent system `agent_llm` (what `approx-tune run examples.systems.agent_llm:program` tunes)."""
     models = base_llm(), smollm(), triage_llm()
-    program, _ = agent_program(*models)
+    program, _ = agent_program(*models, precisions=llm_precisions(models[1]))
     return AgentSystem(program, reuse=models if reuse_answers(True) else ())
 
 

@@ -181,12 +181,13 @@ def answer_model_name(llm: bool) -> str:
 LLM_PRECISIONS = ("bfloat16", "float16", "int8", "int4")
 
 
-def paying_precisions(model, probe, max_new_tokens: int, stages=()) -> list[str]:
-    """The LLM_PRECISIONS that `model` and its op's cascade `stages` build
-    (`precision_candidates`), that answer `probe` ((question, contexts) pairs) faster than
-    float32 on this machine and as float32 does on most of it (`machine.paying_values`:
-    paired, probed once, cached per machine under the model's `probe_name`; its answers
-    one by one, so a hopeless value's warm-up stops early). A value left out says why in
+def paying_precisions(model, probe, max_new_tokens: int) -> list[str]:
+    """The LLM_PRECISIONS that `model` builds (`precision_candidates`; a cascade stage of
+    its op that builds no variant of one runs its own precision), that answer `probe`
+    ((question, contexts) pairs) faster than float32 on this machine and as float32 does
+    on most of it (`machine.paying_values`: paired, probed once, cached per machine under
+    the model's `probe_name`; its answers one by one, so a hopeless value's warm-up stops
+    early). A value left out says why in
     one line, in the process that started the run (a worker process builds the system
     again: that one has said it already)."""
     from frontends.components.machine import paying_values
@@ -196,21 +197,19 @@ def paying_precisions(model, probe, max_new_tokens: int, stages=()) -> list[str]
 
     log = probe_log()
     what = f"{getattr(model, 'probe_name', model.name)}.precision"  # an engine-backed model's figures are its own
-    return paying_values(what, run_at, precision_candidates(model, what, log, stages), device=device(), log=log)
+    return paying_values(what, run_at, precision_candidates(model, what, log), device=device(), log=log)
 
 
-def precision_candidates(model, what: str, log=None, stages=()) -> list[str]:
-    """The LLM_PRECISIONS `model` builds (int4 only through an engine), and every one of
-    `stages` (the op's cascade stages, which its precision reaches too) builds, one line
-    to `log` for each other (those APPROX_LEAVE_OUT names are kept: `paying_values` says
-    that instead)."""
+def precision_candidates(model, what: str, log=None) -> list[str]:
+    """The LLM_PRECISIONS `model` builds (int4 only through an engine), one line to `log`
+    for each other (those APPROX_LEAVE_OUT names are kept: `paying_values` says that
+    instead)."""
     from frontends.components.machine import left_out
 
     def why_not(v) -> str | None:
         if v not in model.precisions:
             return getattr(model, "missing", {}).get(v, f"{model.name} has no {v} variant")
-        lacking = [p.name for p in stages if v not in p.precisions]
-        return f"{', '.join(lacking)} (a cascade stage of the same op) has no {v} variant" if lacking else None
+        return None
 
     keep = [v for v in LLM_PRECISIONS if why_not(v) is None or v in left_out()]
     for v in (v for v in LLM_PRECISIONS if v not in keep and log is not None):

@@ -84,7 +84,7 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     per question by `prompt`'s ladder (`rag_program`): the passages together cut to
     PROMPT_TOKENS, then brought to COMPRESS_TOKENS by dropping the sentences sharing
     fewest words with the question."""
-    precisions = llm_precisions(llm, [reader])
+    precisions = llm_precisions(llm)
     tune = [Tune.precision(*precisions)] if precisions else []  # first: where it pays, the gentlest step
     tune += [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),
              Tune.param("passages", 2, 1), Tune.param("context_chars", 600, 350), Tune.param("sentences", 3, 2),
@@ -94,11 +94,11 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 
-def llm_precisions(llm, stages=()) -> list[str]:
-    """The LLM's precision values that it and the answer op's cascade `stages` (the
-    reader) build, that answer RAG questions faster than float32 on this machine, and as
-    float32 does on most of them (`common.paying_precisions` on `common.rag_probe`)."""
-    return paying_precisions(llm, rag_probe(), LLM_TOKENS, stages)
+def llm_precisions(llm) -> list[str]:
+    """The LLM's precision values that it builds (the answer op's cascade stage, the
+    reader, runs its own where it has none of one), that answer RAG questions faster than
+    float32 on this machine, and as float32 does on most of them (`common.paying_precisions` on `common.rag_probe`)."""
+    return paying_precisions(llm, rag_probe(), LLM_TOKENS)
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,

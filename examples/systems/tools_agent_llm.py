@@ -60,8 +60,9 @@ def load_writer():
 PROBE_ITEMS = 2  # BFCL development requests (outside every tuning and held-out split) the precision probe writes
 
 
-def writer_precisions(writer, stages=()) -> list[str]:
-    """The writer's precision values that it and its cascade `stages` build, that write
+def writer_precisions(writer) -> list[str]:
+    """The writer's precision values (its cascade's fillers run their own where they have
+    none of one: the readers have no int8 or int4), that write
     calls faster than float32 on this machine and the same calls on most of PROBE_ITEMS
     development requests (`common.paying_precisions`): bfloat16 is 2-4x faster on a CPU
     with bf16 instructions and several times slower on one without."""
@@ -69,7 +70,7 @@ def writer_precisions(writer, stages=()) -> list[str]:
     from examples.systems.tools_data import dev_items
 
     probe = [(i.question, list(i.functions[:1])) for i in dev_items("simple_python")[:PROBE_ITEMS]]
-    return paying_precisions(writer, probe, DEFAULT_MAX_NEW_TOKENS, stages)
+    return paying_precisions(writer, probe, DEFAULT_MAX_NEW_TOKENS)
 
 
 def calls_or_cues(written, question: str, function: dict) -> list[dict]:
@@ -95,7 +96,7 @@ def agent_program(writer=None, readers=None, encoder=None):
     item_tools, route = ItemTools(), [Tune.substitute("router", keyword)]
     tools = ToolCall("tools", item_tools, embedding, tune=route)
     fillers = [ReaderFiller(fast), ReaderFiller(pro)]
-    precisions = writer_precisions(writer, fillers)
+    precisions = writer_precisions(writer)
     write = Generate("writer", writer, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
                      tune=[Tune.cascade(fillers, THRESHOLDS),
                            Tune.param("max_new_tokens", *TOKENS),

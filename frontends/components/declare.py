@@ -62,7 +62,7 @@ from approx_dialect.component_knobs import AnnotationComponentOp, numeric_settin
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.precision import attr_of
 from approx_dialect.pyobj import OBJ, ConstOp, const_attr
-from frontends.components.settings import check_supported, settings_of
+from frontends.components.settings import check_precisions, check_supported, settings_of
 
 
 def provider_name(provider) -> str:
@@ -250,7 +250,7 @@ class Component:
 
 def check_knobs(components: Sequence[Component]) -> None:
     """Refuse a knob that changes nothing: one setting (param, precision_reduce) that
-    no provider of the ops of its label supports (components sharing a label share
+    no provider of the ops of its label supports, or a precision value none builds (components sharing a label share
     its knobs, so a knob may serve the op of one and not of its cheap twin)."""
     by_label: dict[str, list[Component]] = {}
     for comp in components:
@@ -260,6 +260,8 @@ def check_knobs(components: Sequence[Component]) -> None:
         for t in comps[0].tune:
             if t.transform_type in ("param", "precision_reduce"):
                 check_supported(comps[0].OP.name, t.parameter, providers, label)
+            if t.transform_type == "precision_reduce":
+                check_precisions(t.values, providers, label)
 
 
 CONTEXT_CUTS = tuple(s.name for s in GenerateOp.SETTINGS if s.applies == "contexts")

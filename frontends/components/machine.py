@@ -98,7 +98,8 @@ def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates
                      rounds: int = 2, device: str = "cpu") -> tuple[dict, dict]:
     """({value: exact time / time at value}, {value: share of its outputs equal to the
     exact value's}): `run_at(None)` (exact) and `run_at(value)` timed side by side
-    (`_clock`), alternating, the best of `rounds` each (one warm-up run of each
+    (`_clock`) in `rounds` rounds, each timing the exact value once and every value after
+    it, the next in reverse order; the best of `rounds` each (one warm-up run of each
     first: it builds the value's variant, and its outputs, a sequence, are compared; none:
     all equal). A value whose warm-up, its build included, took over 1 / HOPELESS times the
     exact warm-up's time is not timed again: its warm-up ratio stands (float16 on a CPU
@@ -124,13 +125,12 @@ def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates
                 if warm[None] < HOPELESS * spent[v]}
     timed = [v for v in candidates if v not in hopeless]
     best: dict = {}
-    for r in range(rounds):
-        for v in timed:
-            for which in ((None, v) if r % 2 == 0 else (v, None)):
-                t0 = clock()
-                list(run_at(which) or ())  # a generator runs only when read
-                dt = clock() - t0
-                best[which] = min(best.get(which, dt), dt)
+    for r in range(rounds):  # each round: the exact value, then every value (reversed: the exact value last)
+        for which in ((None, *timed) if r % 2 == 0 else (*timed[::-1], None)) if timed else ():
+            t0 = clock()
+            list(run_at(which) or ())  # a generator runs only when read
+            dt = clock() - t0
+            best[which] = min(best.get(which, dt), dt)
     return {v: hopeless[v] if v in hopeless else round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
 
 

@@ -65,11 +65,16 @@ class Settings:
         return (getattr(self, self.PROVIDER),)
 
     def for_provider(self, provider) -> Settings:
-        """These settings without the provider settings `provider` does not support:
-        a knob of a component label tunes the ops whose provider has it (a cascade's
-        cheaper stage, a cheap twin sharing the label); `check_supported` refused,
-        where the program was declared, a knob or attribute no provider has."""
+        """These settings without the provider settings `provider` does not support,
+        and without a precision it builds no variant of: a knob of a component label
+        tunes the ops whose provider has it (a cascade's cheaper stage, a cheap twin
+        sharing the label, runs its own precision where it has no int8); `check_supported`
+        and `check_precisions` refused, where the program was declared, a knob, attribute
+        or precision value no provider has."""
         drop = {k: None for k in self.provider_settings() if k not in supports(provider)}
+        precision = self.__dict__.get("precision")
+        if "precision" not in drop and precision is not None and not builds(provider, precision):
+            drop["precision"] = None
         return self.__class__(**{**self.__dict__, **drop}) if drop else self
 
     def applied(self, applies: str) -> dict[str, Any]:
@@ -241,6 +246,23 @@ def check_supported(op: str, setting: str, providers: Sequence, label: str) -> N
     what = " (it cannot take a free prompt)" if setting == "template" else ""
     raise ApproxError(f"component '{label}' ({op}): '{setting}' is not supported by its provider {names}{what}",
                       where="<component>")
+
+
+def builds(provider, precision: str) -> bool:
+    """Whether `provider` has a variant of `precision` (its `precisions`; one that lists
+    none is trusted to: its `variant` says otherwise)."""
+    return precision in getattr(provider, "precisions", (precision,))
+
+
+def check_precisions(precisions: Sequence[str], providers: Sequence, label: str) -> None:
+    """An ApproxError naming each of `precisions` that none of `providers` (those that may
+    run the ops labelled `label`) builds: a precision knob value that would change nothing."""
+    takers = [p for p in providers if "precision" in supports(p)]
+    for value in precisions:
+        if takers and not any(builds(p, value) for p in takers):
+            names = ", ".join(dict.fromkeys(getattr(p, "name", type(p).__name__) for p in takers))
+            raise ApproxError(f"component '{label}': precision {value} is built by none of its providers ({names})",
+                              where="<component>")
 
 
 def _value(name: str, attr: Attribute):

@@ -48,6 +48,7 @@ class DenseRetriever:
     they come from the on-disk cache (computed once)."""
 
     supports = frozenset({"dims", "docs", "precision"})  # the settings of a retrieve op it applies
+    precisions = frozenset({"float32", "float16"})  # what its similarity kernel computes in
 
     def __init__(self, corpus: Sequence[str], encoder: MiniLMEncoder | None = None,
                  embeddings: np.ndarray | None = None, top_k: int = 10, top_k_values: Sequence[int] = (1, 3, 5),
