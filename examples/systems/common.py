@@ -201,14 +201,17 @@ def paying_precisions(model, probe, max_new_tokens: int) -> list[str]:
 
 
 def precision_candidates(model, what: str, log=None) -> list[str]:
-    """The LLM_PRECISIONS `model` builds (int4 only through an engine), one line to `log`
-    for each other (those APPROX_LEAVE_OUT names are kept: `paying_values` says that
-    instead)."""
-    from frontends.components.machine import left_out
+    """The LLM_PRECISIONS `model` builds (int4 only through an engine), but float16 on a
+    CPU without float16 arithmetic (`machine.FP16_FLAGS`: its probe's first answer alone
+    took 20 s here), one line to `log` for each other (those APPROX_LEAVE_OUT names are
+    kept: `paying_values` says that instead)."""
+    from frontends.components.machine import FP16_FLAGS, cpu_model_and_flags, left_out
 
     def why_not(v) -> str | None:
         if v not in model.precisions:
             return getattr(model, "missing", {}).get(v, f"{model.name} has no {v} variant")
+        if v == "float16" and device() == "cpu" and not set(FP16_FLAGS) & set(cpu_model_and_flags()[1]):
+            return f"this CPU has no float16 arithmetic ({', '.join(FP16_FLAGS)}): torch converts, slower than float32"
         return None
 
     keep = [v for v in LLM_PRECISIONS if why_not(v) is None or v in left_out()]

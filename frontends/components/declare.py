@@ -37,16 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    SymbolRefAttr,
-    UnitAttr,
-    f64,
-    i64,
-)
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, StringAttr, SymbolRefAttr, UnitAttr, f64, i64
 from xdsl.ir import Attribute, SSAValue
 
 from approx_dialect.component import (
