@@ -6,6 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 IREE   := $(VENV)/.installed-iree
 ENGINE := $(VENV)/.installed-engine
+ENGINE_PKGS := $(VENV)/.installed-engine-packages
 
 .PHONY: install system-deps demo test bench fuzz clean
 
@@ -35,7 +36,7 @@ system-deps:
 	@.ci/install-system-deps.sh
 
 # the optional IREE backend (about 400 MB) for its test; `make demo` does without it
-$(IREE): $(STAMP)
+$(IREE): $(ENGINE_PKGS)
 	$(PY) -m pip install --quiet --quiet -e '.[iree]'
 	touch $(IREE)
 
@@ -44,12 +45,17 @@ $(IREE): $(STAMP)
 # 80 MB under .cache/approx/engines) are made here once, and the probes that decide whether the engine or eager torch
 # is this machine's exact path and which precision values pay run here once (about a minute and a half in all on a
 # fresh machine), so that no test waits for them (a missing one is made on first use)
-$(ENGINE): $(STAMP)
+$(ENGINE_PKGS): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[engine]'
+	touch $(ENGINE_PKGS)
+
+$(ENGINE): $(ENGINE_PKGS)
 	$(PY) -c "from examples.systems.common import smollm; from examples.systems.rag_program import llm_precisions; llm_precisions(smollm())"
 	touch $(ENGINE)
 
-test: install system-deps $(IREE)
+# the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install)
+test:
+	$(MAKE) -j2 install system-deps $(IREE)
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json

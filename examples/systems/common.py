@@ -127,8 +127,9 @@ def exact_engine() -> str | None:
     SmolLM2s' prompts are no RAG questions) through it at least EXACT_MIN_GAIN times faster
     than eager torch float32 and as torch does on every question (`machine.paying_values`:
     paired, once per machine, cached as `smollm2.exact_path`); one line says when torch stays.
-    Engines differ by CPU: ONNX Runtime GenAI fp32 ran 1.88x eager torch on an AMD EPYC with
-    AVX-512 bf16, 0.91x on a Xeon with AMX (bench/engine_probe_*.json)."""
+    Engines differ by CPU: ONNX Runtime GenAI fp32 ran 2.24x eager torch on an AMD EPYC with
+    AVX-512 bf16, 0.91x on a Xeon with AMX before its builds computed the last position's
+    logits only (bench/engine_probe_*.json)."""
     from frontends.components.folders import cache_dir
     from frontends.components.llm.engine import EXACT, default_engine, engine_from_env
     from frontends.components.llm.engine_model import through_engine
@@ -140,14 +141,16 @@ def exact_engine() -> str | None:
         return engine
     if key in _EXACT:
         return _EXACT[key]
-    probe, models = rag_probe(), [None]
+    probe, models = rag_probe(), {}
 
-    def run_at(value):  # the probe's answers at `value` (None: eager torch); a model is loaded only to measure
-        if models[0] is None:
+    def run_at(value):  # the probe's answers at `value` (None: eager torch); models load once, only to measure
+        if None not in models:
             from frontends.components.llm.smollm import SmolLM2
 
-            models[0] = SmolLM2.load(SMOLLM_ADAPTER, device=where)
-        return probe_answers(models[0] if value is None else through_engine(models[0], value), probe, PROBE_TOKENS)
+            models[None] = SmolLM2.load(SMOLLM_ADAPTER, device=where)
+        if value not in models:
+            models[value] = through_engine(models[None], value)
+        return probe_answers(models[value], probe, PROBE_TOKENS)
 
     paying = paying_values("smollm2.exact_path", run_at, [EXACT], min_gain=EXACT_MIN_GAIN, min_same=1.0,
                            device=where, log=probe_log("; the exact path stays eager torch"))
