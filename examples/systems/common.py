@@ -208,12 +208,12 @@ def precision_candidates(model, what: str, log=None) -> list[str]:
     CPU without float16 arithmetic (`machine.FP16_FLAGS`: its probe's first answer alone
     took 20 s here), one line to `log` for each other (those APPROX_LEAVE_OUT names are
     kept: `paying_values` says that instead)."""
-    from frontends.components.machine import FP16_FLAGS, cpu_model_and_flags, left_out
+    from frontends.components.machine import FP16_FLAGS, cpu_has, left_out
 
     def why_not(v) -> str | None:
         if v not in model.precisions:
             return getattr(model, "missing", {}).get(v, f"{model.name} has no {v} variant")
-        if v == "float16" and device() == "cpu" and not set(FP16_FLAGS) & set(cpu_model_and_flags()[1]):
+        if v == "float16" and device() == "cpu" and not cpu_has(FP16_FLAGS):
             return f"this CPU has no float16 arithmetic ({', '.join(FP16_FLAGS)}): torch converts, slower than float32"
         return None
 

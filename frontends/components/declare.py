@@ -241,8 +241,9 @@ class Component:
 
 def check_knobs(components: Sequence[Component]) -> None:
     """Refuse a knob that changes nothing: one setting (param, precision_reduce) that
-    no provider of the ops of its label supports, or a precision value none builds (components sharing a label share
-    its knobs, so a knob may serve the op of one and not of its cheap twin)."""
+    no provider of the ops of its label supports, or a precision value none builds
+    (components sharing a label share its knobs, so a knob may serve the op of one and
+    not of its cheap twin)."""
     by_label: dict[str, list[Component]] = {}
     for comp in components:
         by_label.setdefault(comp.label, []).append(comp)

@@ -51,6 +51,11 @@ def cpu_model_and_flags() -> tuple[str, list[str]]:
     return model, [f for f in DECISIVE_FLAGS if f in flags]
 
 
+def cpu_has(flags: Sequence[str]) -> bool:
+    """Whether this CPU has any of `flags` (names from DECISIVE_FLAGS)."""
+    return bool(set(flags) & set(cpu_model_and_flags()[1]))
+
+
 def machine_key(device: str = "cpu") -> str:
     """What decides a probe's figures: the CPU, its decisive instructions, torch's
     version, and the GPU when the model runs on one."""
@@ -127,8 +132,9 @@ def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates
                 if warm[None] < HOPELESS * spent[v]}
     timed = [v for v in candidates if v not in hopeless]
     best: dict = {}
-    for r in range(rounds):  # each round: the exact value, then every value (reversed: the exact value last)
-        for which in ((None, *timed) if r % 2 == 0 else (*timed[::-1], None)) if timed else ():
+    order = (None, *timed)  # each round: the exact value, then every value (the next reversed: the exact value last)
+    for r in range(rounds if timed else 0):
+        for which in order if r % 2 == 0 else order[::-1]:
             t0 = clock()
             list(run_at(which) or ())  # a generator runs only when read
             dt = clock() - t0

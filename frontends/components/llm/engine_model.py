@@ -39,12 +39,12 @@ def precision_engines() -> dict[str, str]:
     own int8 run gave 1.06x: prefill-bound), onnxruntime-genai's without openvino; bfloat16:
     OpenVINO's bf16 compute, only where the CPU has bf16 instructions; int4: onnxruntime-genai's
     int4 build (OpenVINO does not read it, `engine.WEIGHTS`)."""
-    from frontends.components.machine import cpu_model_and_flags
+    from frontends.components.machine import cpu_has
 
     if not eng.available("ov"):
         return {"int8": "ort-int8", "int4": "ort-int4"}
     found = {"int8": "ov-int8", "int4": "ort-int4"}
-    if any(f in cpu_model_and_flags()[1] for f in BF16_FLAGS):
+    if cpu_has(BF16_FLAGS):
         found["bfloat16"] = "ov-bf16"
     return found
 
