@@ -21,7 +21,9 @@ WAIT_SECONDS = 1.0  # how often a run waiting on the trials of other runs looks 
 class Stopper:
     """Stops a worker once the study holds `n_trials` evaluations (running trials of
     other workers included, so several workers do not overshoot), or the space is
-    exhausted, or proposals keep repeating (more than `max_total` trials), or (with
+    exhausted, or proposals keep repeating (more than `max_total` trials proposed here:
+    configurations scored from kept outputs or reused from another study are not proposals,
+    and a sweep adds thousands of them), or (with
     `patience` N) the front's hypervolume has not grown over the last N evaluations,
     or (with `deadline`, a `time.time()`) the time is up."""
 
@@ -34,7 +36,7 @@ class Stopper:
         if self.deadline is not None and time.time() >= self.deadline:
             return True
         c = counts(study)
-        if c["evaluated"] + c["running"] >= self.n_trials or c["total"] >= self.max_total:
+        if c["evaluated"] + c["running"] >= self.n_trials or proposed(c) >= self.max_total:
             return True
         if self.patience and stalled(hypervolume_of_study(study, self.budget), self.patience):
             return True
@@ -43,6 +45,11 @@ class Stopper:
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         if self.done(study):
             study.stop()
+
+
+def proposed(c: dict[str, int]) -> int:
+    """Trials the sampler proposed, of the `counts` `c`."""
+    return c["total"] - c["scored"] - c["reused"]
 
 
 def stopper_for(n_trials: int, space_size: int | None, patience: int | None, budget: float,
@@ -78,6 +85,6 @@ def _wait_for_others(study: optuna.Study, stopper: Stopper) -> bool:
         if c["evaluated"] + c["running"] < stopper.n_trials:  # a re-run queued, or room for one
             return not stopper.done(study)
         if not c["running"] or c["evaluated"] >= stopper.n_trials or stopper.done(study) and (
-                c["total"] >= stopper.max_total or stopper.deadline is not None and time.time() >= stopper.deadline):
+                proposed(c) >= stopper.max_total or stopper.deadline is not None and time.time() >= stopper.deadline):
             return False
         time.sleep(WAIT_SECONDS)

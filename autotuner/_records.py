@@ -112,12 +112,13 @@ def tally(trials: Sequence[FrozenTrial]) -> dict[str, int]:
 
 def hypervolume_of_study(study: optuna.Study, budget: float) -> list[float]:
     """Hypervolume of the study's front after 0, 1, 2, ... evaluations (trial order;
-    reused measurements count from the start; pruned trials and failures add nothing)."""
+    reused measurements and configurations scored from kept outputs count from the start;
+    pruned trials and failures add nothing)."""
     start, points = [], []
     for t in study.get_trials(deepcopy=False):
         if t.state == TrialState.COMPLETE and "duplicate_of" not in t.user_attrs:
             p = None if t.user_attrs.get("pruned") else (float(t.values[0]), float(t.values[1]))
-            (start if REUSED in t.user_attrs else points).append(p)
+            (start if REUSED in t.user_attrs or t.user_attrs.get("scored") else points).append(p)
         elif t.state == TrialState.FAIL and not interrupted(t) and "duplicate_of" not in t.user_attrs:
             points.append(None)
     return hypervolume_curve(points, budget, [p for p in start if p is not None])

@@ -14,7 +14,8 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
 from autotuner import DEFAULT_SAMPLER, Cost, HeldOut, Search, Storage, tune
-from autotuner._records import REUSED, counts
+from autotuner._optimize import stopper_for
+from autotuner._records import REUSED, counts, hypervolume_of_study
 from autotuner.cli import main as cli_main
 from autotuner.loading import as_program
 from autotuner.pareto import hypervolume, hypervolume_curve
@@ -114,6 +115,20 @@ def test_patience_stops_when_the_hypervolume_stops_growing(tmp_path):
     assert r.trials == len(curve) - 1 < 60
     assert curve[-1] == curve[-5] and curve[-1] > 0  # no growth over the last 4 evaluations
     assert all(curve[i] < curve[i + 4] for i in range(len(curve) - 5) if curve[i] > 0)  # never that long before
+
+
+def test_configurations_scored_from_kept_outputs_leave_the_sampler_its_trials():
+    """A sweep adds thousands of scored trials before the sampler runs: they are not
+    proposals, so they neither end the search as repeats nor count as its evaluations."""
+    study = optuna.create_study(directions=["minimize", "maximize"])
+    dist = {"x": optuna.distributions.IntDistribution(0, 10_000)}
+    for i in range(200):
+        study.add_trial(optuna.trial.create_trial(params={"x": i}, distributions=dist, values=[0.0, 1.0 + i],
+                                                  user_attrs={"scored": True}))
+    stopper = stopper_for(n_trials=10, space_size=None, patience=None, budget=0.05, deadline=None)
+    assert stopper.max_total < 200 and not stopper.done(study)
+    curve = hypervolume_of_study(study, 0.05)
+    assert len(curve) == 1 and curve[0] > 0  # scored points count from the start, as reused ones do
 
 
 def test_cli_patience_must_be_positive(tmp_path, capsys):
