@@ -53,10 +53,11 @@ $(ENGINE): $(ENGINE_PKGS)
 	$(PY) -c "from examples.systems.common import smollm; from examples.systems.rag_program import llm_precisions; llm_precisions(smollm())"
 	touch $(ENGINE)
 
-# the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install)
+# the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install);
+# whole test files to two workers, the longest first (tests/conftest.py)
 test:
 	$(MAKE) -j2 install system-deps $(IREE)
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
 bench: install

@@ -10,6 +10,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The test files that took longest on 2 cores (`pytest --durations=0`), longest first. `make test`
+# hands whole files to its two workers in collection order (`--no-loadscope-reorder`): started
+# first, no long file is left to run alone at the end while the other worker idles.
+LONGEST_FIRST = (
+    "test_systems_conformance.py", "test_study_under_fire.py", "test_systems_rag.py", "test_autotuner_model_timing.py",
+    "test_crash_safe_tuning.py", "test_llm_engine_exact.py", "test_systems_agent_llm.py", "test_component_faults.py",
+    "test_own_pipeline.py", "test_autotuner_tune.py", "test_llm_token_exit.py", "test_autotuner_sharded.py",
+    "test_llm_engine.py", "test_systems_tools_llm.py", "test_declared_settings.py", "test_llm_smollm.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the other files keep their order
+
 
 def run_cli(*args: str, stdin: str | None = None, timeout: float = 60):
     return subprocess.run(
