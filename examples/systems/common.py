@@ -128,8 +128,7 @@ def exact_engine() -> str | None:
     than eager torch float32 and as torch does on every question (`machine.paying_values`:
     paired, once per machine, cached as `smollm2.exact_path`); one line says when torch stays.
     Engines differ by CPU: ONNX Runtime GenAI fp32 ran 2.24x eager torch on an AMD EPYC with
-    AVX-512 bf16, 0.91x on a Xeon with AMX before its builds computed the last position's
-    logits only (bench/engine_probe_*.json)."""
+    AVX-512 bf16, 1.07x on a Xeon with AMX (bench/engine_probe_*.json)."""
     from frontends.components.folders import cache_dir
     from frontends.components.llm.engine import EXACT, default_engine, engine_from_env
     from frontends.components.llm.engine_model import through_engine
