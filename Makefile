@@ -50,7 +50,7 @@ $(ENGINE_PKGS): $(STAMP)
 	touch $(ENGINE_PKGS)
 
 $(ENGINE): $(ENGINE_PKGS)
-	$(PY) -c "from examples.systems.common import smollm; from examples.systems.rag_program import llm_precisions; llm_precisions(smollm())"
+	$(PY) -c "from examples.systems.common import smollm; from examples.systems.rag.program import llm_precisions; llm_precisions(smollm())"
 	touch $(ENGINE)
 
 # the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install);

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def settings():
-    from examples.systems.rag_program import COMPRESS_TOKENS, PROMPT_TOKENS
+    from examples.systems.rag.program import COMPRESS_TOKENS, PROMPT_TOKENS
 
     out = [{"context_tokens": v} for v in PROMPT_TOKENS] + [{"compress_tokens": v} for v in COMPRESS_TOKENS]
     out += [{"context_tokens": t, "compress_tokens": c} for t, c in zip(PROMPT_TOKENS, COMPRESS_TOKENS)]
@@ -48,8 +48,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from autotuner.metrics import containment
-    from examples.systems import rag_bm25
     from examples.systems.common import held_out_questions, smollm
+    from examples.systems.rag import bm25 as rag_bm25
     from frontends.components.settings import GenerateSettings
 
     system, llm = rag_bm25.llm_system(), smollm()

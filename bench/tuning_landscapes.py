@@ -9,7 +9,7 @@ real measurements, and 10 seeds of each run in seconds).
   ladder on the size class (one threshold in 1..4, two decisions in {0, 2, 4, 8}),
   next to a static perforation knob (4 x 16 x 4 = 256 configurations). The
   threshold matters only when the two decisions differ: knobs interact.
-- `rag_bm25`: the RAG-BM25 system (examples/systems/rag_bm25.py) on 8 SQuAD
+- `rag_bm25`: the RAG-BM25 system (examples/systems/rag/bm25.py) on 8 SQuAD
   tuning questions, five static knobs: the answer step's variant (4), top-k (3),
   sentences per passage (3), precision (2), answer tokens (3) = 216 configurations,
   each measured once (a pass over the questions takes seconds).
@@ -198,8 +198,8 @@ RAG_KNOBS = {"read": None, "bm25": None, "answer.sentences": None, "answer.preci
 
 
 def record_rag() -> Landscape:
-    from examples.systems import rag_bm25
     from examples.systems.common import METRIC, question_sets
+    from examples.systems.rag import bm25 as rag_bm25
 
     program = rag_bm25.system()
     (questions, _), _ = question_sets(8, 0)
@@ -207,7 +207,7 @@ def record_rag() -> Landscape:
     narrow = {k: v for k, v in RAG_KNOBS.items() if v is not None}
     space = SearchSpace.from_program(program, "static").narrow(narrow).fix(fix)
     table = measure_every(program, space, questions, None, METRIC, repeats=1, rounds=1)  # seconds per run
-    return Landscape("rag_bm25", "RAG-BM25 (examples/systems/rag_bm25.py) on 8 SQuAD tuning questions: the answer "
+    return Landscape("rag_bm25", "RAG-BM25 (examples/systems/rag/bm25.py) on 8 SQuAD tuning questions: the answer "
                      "step's variant, top-k, sentences per passage, precision, answer tokens (other knobs exact); "
                      "QoS = token F1 to the exact program's answer", 0.2, "static", program.knobs(), narrow, fix,
                      {}, table)

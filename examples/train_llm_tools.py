@@ -2,12 +2,12 @@
 write BFCL calls from the request and the candidate function schemas, and
 measure it per category and exit depth on held-out BFCL items.
 
-Data: the development part of BFCL only (`tools_data.dev_items`: the first 30 %
+Data: the development part of BFCL only (`tools.data.dev_items`: the first 30 %
 of simple_python, multiple and parallel); the pool the agent is tuned and
 evaluated on stays unseen. Each item is one example in BFCL's setting (all its
-candidate functions in the prompt, `tools_llm.tools_prompt`); the multiple items
+candidate functions in the prompt, `tools.llm.tools_prompt`); the multiple items
 once more with their ground-truth function alone (what the agent's router
-hands over). Target: `tools_llm.target_calls` in BFCL's Python syntax + EOS,
+hands over). Target: `tools.llm.target_calls` in BFCL's Python syntax + EOS,
 loss on the target only; the loss and early exits are those of
 examples/train_llm.py (CE at the full depth + `exit_weight` x CE at each exit).
 The adapters start from the SQuAD adapters (`--init`, same rank and exits: their
@@ -18,7 +18,7 @@ Evaluation: every pool item of the three categories in BFCL's setting (all
 candidates in the prompt), greedy, float32, at every depth: BFCL's AST accuracy
 per category and the share of outputs that parse as calls ->
 examples/models/llm_tools_metrics.json. Generation is batched (left padding) on
-the GPU; the agent (tools_agent_llm.py) generates one request at a time.
+the GPU; the agent (tools/agent_llm.py) generates one request at a time.
 
     python -m examples.train_llm_tools [--epochs 8] [--device cuda]
     python -m examples.train_llm_tools --adapter examples/models/smollm2_tools_lora.npz   # evaluate only
@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from approx_dialect.diagnostics import ApproxError
-from examples.systems.tools_data import CATEGORIES, dev_items, pool_items
-from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, calls_of, target_calls, tools_prompt
+from examples.systems.tools.data import CATEGORIES, dev_items, pool_items
+from examples.systems.tools.llm import DEFAULT_MAX_NEW_TOKENS, calls_of, target_calls, tools_prompt
 from examples.train_llm import train_loop
 from examples.train_reader import seed_everything
 from frontends.components.llm.base import Answer, first_line

@@ -6,7 +6,7 @@ Why: with the SQuAD answer adapters, the triage named the right tool for about a
 third of the questions (mostly pagerank and kmeans), so the agent's exact program
 answered wrongly for want of its tool, whatever its knobs.
 
-Data: the agent's "train" part only (`agent_data.items("train", n)`: graph / point /
+Data: the agent's "train" part only (`agent.data.items("train", n)`: graph / point /
 particle instances 2000.., SQuAD's training articles, SQuAD training questions as the
 no-tool ones); the tuning and held-out parts stay unseen. Target: the tool's name (or
 "none") + EOS, loss on the target only; the loss and early exits are those of
@@ -15,7 +15,7 @@ agent's `triage.layers` knob has trained exits. The adapters start from the SQuA
 adapters (`--init`) and are saved, float16, to examples/models/smollm2_triage_lora.npz.
 
 Evaluation: the first `--eval-items` tuning-part questions, greedy, float32, at every
-depth: the share whose reply names the right tool (`agent_llm.tool_named`), per kind ->
+depth: the share whose reply names the right tool (`agent.llm.tool_named`), per kind ->
 examples/models/llm_triage_metrics.json.
 
     python -m examples.train_llm_triage [--items 600] [--device cuda]
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from examples.systems.agent_data import KINDS, items
-from examples.systems.agent_llm import GUIDE, TRIAGE, TRIAGE_TOKENS, tool_named
+from examples.systems.agent.data import KINDS, items
+from examples.systems.agent.llm import GUIDE, TRIAGE, TRIAGE_TOKENS, tool_named
 from examples.train_llm_tools import command_line, device_name, generate_batched, trained_or_loaded
 from frontends.components.llm.smollm import chat_prompt, truncated
 

@@ -3,7 +3,7 @@ writes, or `approx-opt -p approx-pipeline --apply-config` on the program's IR) i
 the deployable artefact; `load_tuned` runs it.
 
     from frontends.deploy import load_tuned
-    from examples.systems import rag_bm25
+    from examples.systems.rag import bm25 as rag_bm25
 
     answer = load_tuned("tuned.mlir", rag_bm25.system().program)
     answer("Where did Super Bowl 50 take place?")

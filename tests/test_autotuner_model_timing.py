@@ -14,9 +14,9 @@ import pytest
 
 from autotuner import Cost, HeldOut, Measurer, Search, Storage, tune
 from examples import squad
-from examples.systems import rag_bm25
 from examples.systems.common import METRIC, question_sets, readers
 from examples.systems.program import SystemProgram
+from examples.systems.rag import bm25 as rag_bm25
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 
 N = 10

@@ -74,9 +74,9 @@ def test_the_precision_table_is_the_one_source():
 
 def test_settings_at_their_defaults_give_the_unannotated_result(parts):
     """Each op with only its required attributes runs its provider as a plain call does."""
-    from examples.systems.query_encoder import QueryEncoder
-    from examples.systems.tools_components import ItemTools
-    from examples.systems.tools_data import query_of
+    from examples.systems.rag.query_encoder import QueryEncoder
+    from examples.systems.tools.components import ItemTools
+    from examples.systems.tools.data import query_of
     from frontends.components.retrieval import MiniLMEncoder
     from frontends.components.tools.bfcl import load_bfcl
     from frontends.components.tools.triage import KeywordTriage

@@ -19,7 +19,7 @@ from approx_opt.main import list_knobs
 from examples import squad
 from examples.systems import common
 from examples.systems.common import PROBE_QUESTIONS
-from examples.systems.rag_program import llm_precisions
+from examples.systems.rag.program import llm_precisions
 from frontends.components.kept import provider_identity
 from frontends.components.llm import engine
 
@@ -78,7 +78,7 @@ def test_a_worker_process_loads_the_same_engine(llm):
 
 
 def test_the_ir_lists_the_int8_value_where_it_pays(llm):
-    from examples.systems import rag_bm25
+    from examples.systems.rag import bm25 as rag_bm25
     from frontends.components.folders import cache_dir
     from frontends.components.machine import MIN_GAIN, MIN_SAME, PROBE_FILE, machine_key
 

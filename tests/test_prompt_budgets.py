@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from examples.systems import common, rag_bm25
-from examples.systems.rag_program import COMPRESS_TOKENS, PROMPT_TOKENS
+from examples.systems import common
+from examples.systems.rag import bm25 as rag_bm25
+from examples.systems.rag.program import COMPRESS_TOKENS, PROMPT_TOKENS
 from frontends.components.llm.base import build_prompt
 from frontends.components.llm.context_cuts import compress_tokens, truncate_tokens, word_spans
 from frontends.components.settings import GenerateSettings

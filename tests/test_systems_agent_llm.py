@@ -13,7 +13,9 @@ import pytest
 from approx_opt.main import list_knobs
 from approx_opt.program import exact_config
 from examples.kernels import kernel
-from examples.systems import agent_data, agent_llm, agent_tools
+from examples.systems.agent import data as agent_data
+from examples.systems.agent import llm as agent_llm
+from examples.systems.agent import tools as agent_tools
 
 LLM_KNOBS = {"triage.max_new_tokens", "triage.layers", "summary.max_new_tokens", "summary.layers", "summary.skip",
              "qa.max_new_tokens", "qa.layers", "condense"}
@@ -60,7 +62,7 @@ def test_tool_levels_are_the_kernels_own_knobs():
 
 def test_ir_lists_llm_and_kernel_knobs(system):
     from examples.systems.common import smollm
-    from examples.systems.rag_program import llm_precisions
+    from examples.systems.rag.program import llm_precisions
 
     names = [k.name for k in system.knobs()]
     # a precision knob on each LLM op only where a value was measured to pay on this machine

@@ -21,9 +21,11 @@ from approx_dialect.diagnostics import ApproxError
 from approx_opt.main import list_knobs
 from autotuner.results import TuningResult
 from examples import squad
-from examples.systems import common, rag_bm25, rag_dense
-from examples.systems.query_encoder import QueryEncoder
-from examples.systems.rag_program import CASCADE_THRESHOLDS
+from examples.systems import common
+from examples.systems.rag import bm25 as rag_bm25
+from examples.systems.rag import dense as rag_dense
+from examples.systems.rag.program import CASCADE_THRESHOLDS
+from examples.systems.rag.query_encoder import QueryEncoder
 from frontends.components.llm import limit_contexts, select_sentences
 from frontends.components.llm.escalation import ModelCascade
 
@@ -113,7 +115,7 @@ def test_list_knobs_of_the_system_ir_is_program_knobs(system):
 def test_approx_opt_from_python_lists_the_system_knobs(bm25, capsys):
     from approx_opt.main import main
 
-    assert main(["--from-python", "examples.systems.rag_bm25:program", "--list-knobs"]) == 0
+    assert main(["--from-python", "examples.systems.rag.bm25:program", "--list-knobs"]) == 0
     assert [k["name"] for k in json.loads(capsys.readouterr().out)] == [k.name for k in bm25.knobs()]
 
 

@@ -14,8 +14,10 @@ import pytest
 
 from approx_opt.main import list_knobs
 from examples import squad
-from examples.systems import common, rag_bm25, rag_dense
-from examples.systems.rag_program import llm_precisions
+from examples.systems import common
+from examples.systems.rag import bm25 as rag_bm25
+from examples.systems.rag import dense as rag_dense
+from examples.systems.rag.program import llm_precisions
 
 STEP = 69
 BM25_QUESTIONS = ["What is Southern California often abbreviated as?"]

@@ -72,7 +72,7 @@ def test_what_each_tuning_run_does_differently_is_its_entry():
 
 
 def test_the_tools_agents_kept_candidates_leave_the_held_out_split():
-    from examples.systems.tools_data import kept_candidates, split
+    from examples.systems.tools.data import kept_candidates, split
 
     requests, items = kept_candidates(3, 0, 6)
     tune, held_out = split(3, 0, 2)

@@ -1,4 +1,4 @@
-"""The LLM + tools system (examples/systems/tools_agent.py) on real BFCL items with
+"""The LLM + tools system (examples/systems/tools/agent.py) on real BFCL items with
 the trained readers, one decorated program whose routing and reader are component
 ops: its exact calls on fixed items (and their AST-check results) stay the same,
 the decision per input sends exactly the inputs
@@ -19,12 +19,12 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.main import list_knobs
-from examples.systems.tools_agent import string_load, system
-from examples.systems.tools_components import ItemTools
-from examples.systems.tools_data import DEV_FRACTION, dev_items, pool_items, query_of, spare_items, split
-from examples.systems.tools_fill import fill_scored
-from examples.systems.tools_reader import READER_GROUPS
-from examples.systems.tools_text import analyse
+from examples.systems.tools.agent import string_load, system
+from examples.systems.tools.components import ItemTools
+from examples.systems.tools.data import DEV_FRACTION, dev_items, pool_items, query_of, spare_items, split
+from examples.systems.tools.fill import fill_scored
+from examples.systems.tools.reader import READER_GROUPS
+from examples.systems.tools.text import analyse
 from frontends.components.tools import KeywordTriage, load_bfcl
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 

@@ -12,11 +12,11 @@ import json
 import pytest
 
 from approx_opt.main import list_knobs
-from examples.systems.tools_agent_llm import load_writer, system, writer_precisions
-from examples.systems.tools_components import ItemTools, routers
-from examples.systems.tools_data import pool_items, query_of
-from examples.systems.tools_llm import ReaderFiller, calls_of, schema_text, target_calls, tools_prompt
-from examples.systems.tools_reader import load_readers
+from examples.systems.tools.agent_llm import load_writer, system, writer_precisions
+from examples.systems.tools.components import ItemTools, routers
+from examples.systems.tools.data import pool_items, query_of
+from examples.systems.tools.llm import ReaderFiller, calls_of, schema_text, target_calls, tools_prompt
+from examples.systems.tools.reader import load_readers
 from frontends.components.tools.bfcl import format_calls, parse_calls
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 

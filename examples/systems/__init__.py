@@ -1,6 +1,6 @@
 """The compound AI systems, each one autotuner Program (`program.SystemProgram`)
 built from decorated Python functions and knobbed components, and each one
-`registry.System` under its name (`registry.SYSTEMS`): `rag_bm25`, `rag_dense`
-(the RAG program of `rag_program.py`; `common.py` holds what they share),
-`tools_agent` and `tools_agent_llm` (measured side by side by `tools_measure`),
-`agent_llm`; `tuning.tune_system` tunes any of them."""
+`registry.System` under its name (`registry.SYSTEMS`). A system with more than one
+module has its own package: `rag/` (`rag_bm25`, `rag_dense` and their LLM rows),
+`tools/` (`tools`, `tools_llm`), `agent/` (`agent_llm`); `common.py` holds what
+they share and `tuning.tune_system` tunes any of them."""

@@ -1,6 +1,6 @@
 """What the compound systems share: the trained readers, the QoS metric, the
 LLMs' exact path and precision probe, the retrieval margin and the question sets. Their Program is `program.py`, the RAG
-program itself `rag_program.py`."""
+program itself `rag/program.py`."""
 
 from __future__ import annotations
 

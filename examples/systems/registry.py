@@ -94,30 +94,30 @@ class System:
 _QUESTIONS = "examples.systems.common:question_sets"  # SQuAD questions, by split
 _HELD_OUT = "examples.systems.common:held_out_questions"
 _CONTAINED = "examples.systems.common:METRIC"  # gold answer contained
-_ITEMS, _ITEMS_HELD_OUT = "examples.systems.tools_data:query_sets", "examples.systems.tools_agent:held_out"
-_AST = "examples.systems.tools_data:ast_match"  # BFCL's AST check
+_ITEMS, _ITEMS_HELD_OUT = "examples.systems.tools.data:query_sets", "examples.systems.tools.agent:held_out"
+_AST = "examples.systems.tools.data:ast_match"  # BFCL's AST check
 _NARROW = "examples.systems.common:NARROW"  # the MiniLM readers' float16 never pays
 _BM25, _DENSE, _TOOLS = (1.00, 1.23, 1.57), (2.64, 2.64, 3.04), (1.09, 1.20, 1.20)  # the paper's, for each LLM twin too
 _TOOLS_TUNING = dict(  # BFCL items: budget the highest reported level, CPU time, 2 timed passes (~20 % noise)
-    items=True, tuning_qos="gold", qos_notes="examples.systems.tools_data:TUNING_QOS", budget=0.09, clock="cpu",
-    eval_repeats=2, kept_candidates="examples.systems.tools_data:kept_candidates",
-    facts="examples.systems.tools_data:row_facts", paper=_TOOLS, target=(6, 1.5))
+    items=True, tuning_qos="gold", qos_notes="examples.systems.tools.data:TUNING_QOS", budget=0.09, clock="cpu",
+    eval_repeats=2, kept_candidates="examples.systems.tools.data:kept_candidates",
+    facts="examples.systems.tools.data:row_facts", paper=_TOOLS, target=(6, 1.5))
 
 SYSTEMS = {s.name: s for s in (  # in the order of the bench's rows
-    System("rag_bm25", "examples.systems.rag_bm25:system", _QUESTIONS, _HELD_OUT, _CONTAINED,
+    System("rag_bm25", "examples.systems.rag.bm25:system", _QUESTIONS, _HELD_OUT, _CONTAINED,
            narrow=_NARROW, paper=_BM25, target=(6, 2.0), demo=(16, None, 18, 240)),
-    System("rag_dense", "examples.systems.rag_dense:system", _QUESTIONS, _HELD_OUT, _CONTAINED,
+    System("rag_dense", "examples.systems.rag.dense:system", _QUESTIONS, _HELD_OUT, _CONTAINED,
            narrow=_NARROW, paper=_DENSE, target=(3, 3.0), demo=(16, None, 18, 240)),
-    System("tools", "examples.systems.tools_agent:system", _ITEMS, _ITEMS_HELD_OUT, _AST, sizes="tools",
+    System("tools", "examples.systems.tools.agent:system", _ITEMS, _ITEMS_HELD_OUT, _AST, sizes="tools",
            **_TOOLS_TUNING),
-    System("rag_bm25_llm", "examples.systems.rag_bm25:llm_system", _QUESTIONS, _HELD_OUT, _CONTAINED, llm=True,
+    System("rag_bm25_llm", "examples.systems.rag.bm25:llm_system", _QUESTIONS, _HELD_OUT, _CONTAINED, llm=True,
            tuning_qos="gold", paper=_BM25, target=(6, 2.0), sizes="rag_llm", demo=(8, 20, 10, 180)),
-    System("rag_dense_llm", "examples.systems.rag_dense:llm_system", _QUESTIONS, _HELD_OUT, _CONTAINED, llm=True,
+    System("rag_dense_llm", "examples.systems.rag.dense:llm_system", _QUESTIONS, _HELD_OUT, _CONTAINED, llm=True,
            tuning_qos="gold", paper=_DENSE, target=(3, 3.0), sizes="rag_llm", demo=(8, 20, 10, 180)),
-    System("tools_llm", "examples.systems.tools_agent_llm:system", _ITEMS, _ITEMS_HELD_OUT, _AST, llm=True,
+    System("tools_llm", "examples.systems.tools.agent_llm:system", _ITEMS, _ITEMS_HELD_OUT, _AST, llm=True,
            sizes="tools_llm", **_TOOLS_TUNING),
-    System("agent_llm", "examples.systems.agent_llm:system", "examples.systems.agent_data:question_sets",
-           "examples.systems.agent_data:held_out_questions", _CONTAINED, llm=True, tuning_qos="gold",
+    System("agent_llm", "examples.systems.agent.llm:system", "examples.systems.agent.data:question_sets",
+           "examples.systems.agent.data:held_out_questions", _CONTAINED, llm=True, tuning_qos="gold",
            paper=_TOOLS, target=(6, 1.5), sizes="agent"),
 )}
 

@@ -46,12 +46,12 @@ def system_and_questions(name: str):
     """The previous system `name` and its 20 questions (RAG-dense: on one torch thread, as recorded)."""
     questions = squad.questions_of("eval")
     if name == "bm25":
-        from examples.systems import rag_bm25
+        from examples.systems.rag import bm25 as rag_bm25
 
         return rag_bm25.system(), [q.question for q in questions[:20]]
     import torch
 
-    from examples.systems import rag_dense
+    from examples.systems.rag import dense as rag_dense
 
     torch.set_num_threads(1)
     return (rag_dense.system(tuple(squad.paragraphs()[::STEP])),

@@ -10,8 +10,8 @@ Configurations are in that implementation's knob names (the test maps them)."""
 import json
 import sys
 
-from examples.systems.tools_agent import ToolsAgentProgram
-from examples.systems.tools_data import CATEGORIES, pool_items, query_of
+from examples.systems.tools.agent import ToolsAgentProgram
+from examples.systems.tools.data import CATEGORIES, pool_items, query_of
 
 ITEMS = [i.id for c in CATEGORIES for i in pool_items(c)[:7]][:20]
 CONFIGS = {

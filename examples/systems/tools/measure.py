@@ -1,6 +1,6 @@
 """AST accuracy and CPU time per request of the LLM + tools agent's settings,
 next to the reader-based agent, on held-out BFCL items (the first n evaluation
-items of `tools_data.split(80)`: never seen by the adapters nor the tuning).
+items of `tools.data.split(80)`: never seen by the adapters nor the tuning).
 
 Paired: every setting runs on each request in turn, so load on the shared
 machine hits all alike; speedups are total exact time / total setting time over
@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from examples.systems.tools_data import accuracy_by_category, ast_match, query_of, split
+from examples.systems.tools.data import accuracy_by_category, ast_match, query_of, split
 
 # (name, program: "llm" | "reader", configuration: knob -> value, first n requests only: None = all)
 SETTINGS = (
@@ -40,7 +40,8 @@ def interval(exact: np.ndarray, approx: np.ndarray, seed: int = 0, draws: int = 
 
 
 def measure(n: int, seed: int = 0) -> dict:
-    from examples.systems import tools_agent, tools_agent_llm
+    from examples.systems.tools import agent as tools_agent
+    from examples.systems.tools import agent_llm as tools_agent_llm
 
     items = split(80, seed)[1][:n]
     queries = [query_of(i) for i in items]

@@ -1,21 +1,21 @@
 """Argument filling: from a user request and one function description to the
 calls (one, or several for a parallel request).
 
-Each parameter gets candidate values from the request (tools_text.py: numbers
+Each parameter gets candidate values from the request (tools/text.py: numbers
 for numeric parameters, word spans for strings, the options its description
 lists for enumerations, cue words for booleans). Candidates are scored by the
-cue prior (tools_cues.py) plus, when a reader is given, the reader's span
-log-probability for the parameter's question (tools_reader.py). Assignment is
+cue prior (tools/cues.py) plus, when a reader is given, the reader's span
+log-probability for the parameter's question (tools/reader.py). Assignment is
 exclusive (one span feeds one parameter): required strings first (a number
 inside a name, "Maroon 5", is no number argument), then numbers (best pairs
 first), then optional strings, flags and options, each optional one only on
-evidence. Several values of one parameter: tools_multi.py."""
+evidence. Several values of one parameter: tools/multi.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from examples.systems.tools_cues import (
+from examples.systems.tools.cues import (
     NUMERIC,
     TEXT,
     Param,
@@ -26,8 +26,8 @@ from examples.systems.tools_cues import (
     string_prior,
     typed,
 )
-from examples.systems.tools_multi import NUMBERISH, calls, clean, further_strings, grouped, runs, siblings
-from examples.systems.tools_text import QueryInfo, analyse, content_stems
+from examples.systems.tools.multi import NUMBERISH, calls, clean, further_strings, grouped, runs, siblings
+from examples.systems.tools.text import QueryInfo, analyse, content_stems
 
 READER_WEIGHT = 2.0  # reader log-probabilities are divided by this before adding the cue prior
 OPTIONAL_PROB = 0.5  # reader confidence that admits an optional string parameter

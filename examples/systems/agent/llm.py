@@ -22,9 +22,9 @@ SmolLM2 with its SQuAD adapters (examples/models/smollm2_lora.npz, the RAG-LLM s
 answer model). The summary is the base SmolLM2-135M-Instruct prompted zero-shot; QA reads the
 summary as its one passage. Each of the three decodes its exact configuration through
 the run's inference engine where one is installed (`common.exact_path`). The kernels run as
-JIT-compiled kernels (agent_tools.py): one tool call takes milliseconds, each LLM
+JIT-compiled kernels (agent/tools.py): one tool call takes milliseconds, each LLM
 call about a second on a CPU. QoS: a gold answer contained in the answer
-(questions: agent_data.py).
+(questions: agent/data.py).
 
 Knobs (all exact at 0; `approx-opt --list-knobs` on `program.ir()` lists them):
 `triage.max_new_tokens`, `triage.layers` (early exit), `summary.max_new_tokens`,
@@ -32,23 +32,23 @@ Knobs (all exact at 0; `approx-opt --list-knobs` on `program.ir()` lists them):
 cheaper, extractive summary), `qa.max_new_tokens`, `qa.layers`, `triage.precision`,
 `summary.precision`, `qa.precision` (the values the QA model, the RAG answer model,
 answers RAG questions with faster than float32 on this machine and as float32 does:
-`rag_program.llm_precisions`, one probe for the three, which share SmolLM2's shape and
+`rag.program.llm_precisions`, one probe for the three, which share SmolLM2's shape and
 engine builds; their quality on the agent's own questions is the tuner's to judge), `condense` (per
 question in dynamic mode: variant 1, QA reads the tool's output without a summary, where
 the output's length in words falls on that side of the tuned threshold: a one-sentence
 kernel result may need no summary where a retrieved paragraph does), and
 `<kernel>.tool` for each of the five kernels (a ladder of the kernel's own knob
-configurations, agent_tools.level_config)."""
+configurations, agent.tools.level_config)."""
 
 from __future__ import annotations
 
 import functools
 
 from autotuner.strategy import NEGLIGIBLE
-from examples.systems.agent_tools import TOOLS, tools
+from examples.systems.agent.tools import TOOLS, tools
 from examples.systems.common import MODELS, device, exact_path, one_thread, reuse_answers, smollm, smollm_weights
 from examples.systems.program import SystemProgram, program_attribute
-from examples.systems.rag_program import llm_precisions
+from examples.systems.rag.program import llm_precisions
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
 
@@ -159,11 +159,11 @@ class AgentSystem(SystemProgram):
 
     def negligible_knobs(self, questions, share: float = NEGLIGIBLE) -> dict[str, float]:
         """The knobs of components under `share` of the time (`autotuner.strategy`),
-        profiled on one tuning question of each kind (round-robin: `agent_data.items`),
+        profiled on one tuning question of each kind (round-robin: `agent.data.items`),
         not on `questions`: the tuning ones may miss a tool. The kernels take
         milliseconds where each LLM call takes a tenth of a second to a second."""
         from autotuner.strategy import negligible_of
-        from examples.systems.agent_data import KINDS, items
+        from examples.systems.agent.data import KINDS, items
 
         shares = {k: v["share"] for k, v in self.profile([it.question for it in items("tune", len(KINDS))]).items()}
         return negligible_of(self, shares, share)
@@ -183,7 +183,7 @@ class AgentSystem(SystemProgram):
 
 
 def system() -> AgentSystem:
-    """The agent system `agent_llm` (what `approx-tune run examples.systems.agent_llm:program` tunes)."""
+    """The agent system `agent_llm` (what `approx-tune run examples.systems.agent.llm:program` tunes)."""
     models = base_llm(), smollm(), triage_llm()
     program, _ = agent_program(*models, precisions=llm_precisions(models[1]))
     return AgentSystem(program, reuse=models if reuse_answers(True) else ())

@@ -14,8 +14,8 @@ import re
 
 import numpy as np
 
-from examples.systems.tools_cues import Param, number_prior, typed
-from examples.systems.tools_text import CONJUNCTIONS, QueryInfo, Span, stem
+from examples.systems.tools.cues import Param, number_prior, typed
+from examples.systems.tools.text import CONJUNCTIONS, QueryInfo, Span, stem
 
 PARALLEL_CUE = re.compile(r"\b(?:and|also|another|respectively|then|same|each|both|as well as)\b|,", re.I)
 MULTI_MARGIN = 3.0  # a further value of a string parameter scores within this of its best

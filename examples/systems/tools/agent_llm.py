@@ -1,4 +1,4 @@
-"""The LLM + tools agent: the tool-calling agent of tools_agent.py with SmolLM2
+"""The LLM + tools agent: the tool-calling agent of tools/agent.py with SmolLM2
 (the tools adapters of examples/train_llm_tools.py) writing the calls.
 
     def tools_agent_llm(query):
@@ -7,20 +7,20 @@
         return calls_or_cues(written, query.question, function)
 
 The writer's prompt is the request and the routed function's schema
-(tools_llm.tools_prompt); its answer is a call list in BFCL's Python syntax.
+(tools.llm.tools_prompt); its answer is a call list in BFCL's Python syntax.
 Knobs (all exact at 0, all attributes of the two component ops):
 `tools.router` (keyword IDF instead of MiniLM), `writer.model` (a cascade: the
-reader-based filler of tools_agent.py, fast then pro, answers when the reader is
+reader-based filler of tools/agent.py, fast then pro, answers when the reader is
 confident, SmolLM2 otherwise), `writer.max_new_tokens`, `writer.precision`
 (the values that write calls faster than float32 on this machine, and the same calls
 on most probe requests: `writer_precisions`), `writer.layers` (early
 exit at the depths the adapters were trained for) and `writer.skip`
 (task_skipping: no model, cue words alone); `tools_agent_llm`, the decision per
-input of tools_agent.py (by the string parameters of the keyword router's
+input of tools/agent.py (by the string parameters of the keyword router's
 function: the agent or cue words alone). SmolLM2's exact configuration decodes
 through the run's inference engine where one is installed (`common.exact_path`).
 
-    python -m examples.systems.tools_measure [--items 30]   # AST accuracy and time per request vs the reader agent
+    python -m examples.systems.tools.measure [--items 30]   # AST accuracy and time per request vs the reader agent
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ import functools
 from pathlib import Path
 
 from examples.systems.program import SystemProgram, program_attribute
-from examples.systems.tools_agent import (  # noqa: F401 (pool_inputs: the CLI's inputs)
+from examples.systems.tools.agent import (  # noqa: F401 (pool_inputs: the CLI's inputs)
     decided_by_string_load,
     indexed,
     pool_inputs,
 )
-from examples.systems.tools_llm import DEFAULT_MAX_NEW_TOKENS, ReaderFiller, calls_of, tools_prompt
+from examples.systems.tools.llm import DEFAULT_MAX_NEW_TOKENS, ReaderFiller, calls_of, tools_prompt
 
-ADAPTER = Path(__file__).resolve().parents[1] / "models" / "smollm2_tools_lora.npz"
+ADAPTER = Path(__file__).resolve().parents[2] / "models" / "smollm2_tools_lora.npz"
 TOKENS = (96, 64)  # writer.max_new_tokens knob values (exact: DEFAULT_MAX_NEW_TOKENS)
 
 
@@ -67,7 +67,7 @@ def writer_precisions(writer) -> list[str]:
     development requests (`common.paying_precisions`): bfloat16 is 2-4x faster on a CPU
     with bf16 instructions and several times slower on one without."""
     from examples.systems.common import paying_precisions
-    from examples.systems.tools_data import dev_items
+    from examples.systems.tools.data import dev_items
 
     probe = [(i.question, list(i.functions[:1])) for i in dev_items("simple_python")[:PROBE_ITEMS]]
     return paying_precisions(writer, probe, DEFAULT_MAX_NEW_TOKENS)
@@ -76,7 +76,7 @@ def writer_precisions(writer) -> list[str]:
 def calls_or_cues(written, question: str, function: dict) -> list[dict]:
     """The written calls; the cue words' calls when the writer was skipped (None)."""
     if written is None:
-        from examples.systems.tools_fill import fill_scored
+        from examples.systems.tools.fill import fill_scored
 
         return fill_scored(question, function, {})
     return calls_of(written)
@@ -86,8 +86,8 @@ def agent_program(writer=None, readers=None, encoder=None):
     """(the decorated agent, the embedding router, the answer models whose calls the
     tuner's untimed passes keep: the writer and the readers' fillers, all deterministic):
     the program of the module docstring."""
-    from examples.systems.tools_components import ItemTools, routers
-    from examples.systems.tools_reader import THRESHOLDS, load_readers
+    from examples.systems.tools.components import ItemTools, routers
+    from examples.systems.tools.reader import THRESHOLDS, load_readers
     from frontends.components.declare import Generate, ToolCall, Tune
 
     writer = writer or load_writer()
@@ -123,9 +123,9 @@ def system(writer=None, readers=None, encoder=None) -> SystemProgram:
 
     one_thread()
     program, embedding, answer_models = agent_program(writer, readers, encoder)
-    return SystemProgram("examples.systems.tools_agent_llm:tools_agent_llm", indexed(program, embedding),
+    return SystemProgram("examples.systems.tools.agent_llm:tools_agent_llm", indexed(program, embedding),
                          model=model_name(), reuse=answer_models if reuse_answers(True) else ())
 
 
-__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent_llm:program ...`
+__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools.agent_llm:program ...`
 

@@ -2,9 +2,9 @@
 multiple, parallel), one decorated Python program with knobs on every component.
 
 The agent routes the request to one of the item's functions (MiniLM embedding
-similarity or keyword IDF, tools_components.py), fills its arguments (candidate
+similarity or keyword IDF, tools/components.py), fills its arguments (candidate
 values from the request scored by cue words and by the trained extractive
-reader, tools_fill.py / tools_reader.py) and emits the calls; several calls
+reader, tools/fill.py / tools/reader.py) and emits the calls; several calls
 when the request lists several values of a parameter. QoS = BFCL's AST check.
 
 The decision per input (`tools_agent`'s decision tree, func_substitute, a
@@ -39,8 +39,8 @@ from __future__ import annotations
 import functools
 
 from examples.systems.program import SystemProgram, program_attribute
-from examples.systems.tools_cues import params_of
-from examples.systems.tools_data import (
+from examples.systems.tools.cues import params_of
+from examples.systems.tools.data import (
     CATEGORIES,
     ToolQuery,
     pool_items,
@@ -61,9 +61,9 @@ def string_load(function) -> int:
 
 def agent_program(readers=None, encoder=None):
     """(the decorated agent, the embedding router): the program of the module docstring."""
-    from examples.systems.tools_components import ItemTools, routers
-    from examples.systems.tools_fill import fill_scored
-    from examples.systems.tools_reader import READER_GROUPS, THRESHOLDS, ArgumentReader, load_readers, scores_of
+    from examples.systems.tools.components import ItemTools, routers
+    from examples.systems.tools.fill import fill_scored
+    from examples.systems.tools.reader import READER_GROUPS, THRESHOLDS, ArgumentReader, load_readers, scores_of
     from frontends.components.declare import Generate, ToolCall, Tune
 
     fast, pro = readers or load_readers()
@@ -89,7 +89,7 @@ def decided_by_string_load(agent, item_tools, keyword, route):
     """`agent` as a decorated program with the decision per input of the module
     docstring (its knob is named after the agent): the state is string_load of the
     keyword router's function; decision 1 runs `cheap_tools_agent` (no model)."""
-    from examples.systems.tools_fill import fill_scored
+    from examples.systems.tools.fill import fill_scored
     from frontends.components.declare import ToolCall
 
     keyword_tools = ToolCall("tools", item_tools, keyword, tune=route)
@@ -111,7 +111,7 @@ def decided_by_string_load(agent, item_tools, keyword, route):
 def indexed(agent, embedding):
     """`agent`, once its embedding router has indexed every BFCL function (all
     categories: any item's candidates are known to it)."""
-    from examples.systems.tools_components import index_tools
+    from examples.systems.tools.components import index_tools
 
     index_tools(embedding, [query_of(i) for c in CATEGORIES for i in load_bfcl(c)])
     return agent
@@ -130,16 +130,16 @@ def system(readers=None, encoder=None) -> SystemProgram:
     from examples.systems.common import one_thread
 
     one_thread()
-    return SystemProgram("examples.systems.tools_agent:tools_agent", indexed(*agent_program(readers, encoder)))
+    return SystemProgram("examples.systems.tools.agent:tools_agent", indexed(*agent_program(readers, encoder)))
 
 
 def pool_inputs() -> tuple[list[ToolQuery], list]:
     """(requests, items) of the tuning/evaluation pool, for `approx-tune run
-    examples.systems.tools_agent:program --inputs examples.systems.tools_agent:pool_inputs`
-    with the metric examples.systems.tools_data:ast_match."""
+    examples.systems.tools.agent:program --inputs examples.systems.tools.agent:pool_inputs`
+    with the metric examples.systems.tools.data:ast_match."""
     items = [i for c in CATEGORIES for i in pool_items(c)]
     return [query_of(i) for i in items], items
 
 
-__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools_agent:program ...`
+__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.tools.agent:program ...`
 

@@ -1,5 +1,5 @@
 """The tool-calling agent's component providers (what the symbols of its component
-ops name; tools_agent.py declares the ops and their knobs):
+ops name; tools/agent.py declares the ops and their knobs):
 - `ItemTools` (`@item_tools`, the provider of `component.tool_call`): routes a
   request to one of the item's own functions (BFCL's setting; a request with one
   candidate function is not routed) with the op's router, `@embedding` (MiniLM

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from examples import squad
-from examples.systems.agent_tools import CANDIDATES, PREFIX, TOOLS, graph, particles, point_set, tools
+from examples.systems.agent.tools import CANDIDATES, PREFIX, TOOLS, graph, particles, point_set, tools
 from frontends.components.folders import data_dir
 
 KINDS = (*TOOLS, "none")
@@ -150,6 +150,6 @@ def held_out_questions(n_tune: int, seed: int = 0, n_eval: int | None = None):
 
 def make_inputs(n: int = 12, seed: int = 0):
     """(argument tuples, gold answers) of the first n tuning items: `approx-tune run
-    examples.systems.agent_llm:program --inputs examples.systems.agent_data:make_inputs`."""
+    examples.systems.agent.llm:program --inputs examples.systems.agent.data:make_inputs`."""
     chosen = items("tune", n, seed)
     return [(i.question,) for i in chosen], [i.answers for i in chosen]

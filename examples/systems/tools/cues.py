@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from examples.systems.tools_text import (
+from examples.systems.tools.text import (
     BOUNDARY,
     Number,
     QueryInfo,

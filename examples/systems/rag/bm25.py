@@ -3,7 +3,7 @@ top-3 passages, answer with the extractive reader (pro, 6 layers; or fast, 3);
 RAG-BM25-LLM (`llm_system()`): the same program answering with the fine-tuned
 SmolLM2-135M-Instruct (16 new tokens), the pro reader as its cheap model.
 
-One decorated program (`rag_program.rag_program`); its components are IR:
+One decorated program (`rag.program.rag_program`); its components are IR:
 `component.retrieve` (BM25, scoring and top-k in the JIT-compiled kernel of
 `frontends.components.retrieval.bm25`) and `component.generate` (the readers).
 
@@ -14,7 +14,7 @@ Knobs (all exact at 0):
   bm25.docs        param: the scoring kernel's corpus subsetting (loop_perforate k: every k-th document)
   answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
                    context_chars, sentences, precision (bfloat16, float16); with the LLM
-                   (`rag_program.llm_answer_models`): cascade pro reader -> SmolLM2,
+                   (`rag.program.llm_answer_models`): cascade pro reader -> SmolLM2,
                    max_new_tokens, passages, context_chars, sentences, layers (early exit)
   prompt           (LLM) the answer op's prompt budgets per question (context_tokens,
                    compress_tokens decided together), a ladder on the same margin
@@ -31,7 +31,7 @@ import functools
 
 from examples.systems.common import margin_state
 from examples.systems.program import program_attribute
-from examples.systems.rag_program import TOP_K, RagSystem, rag_system
+from examples.systems.rag.program import TOP_K, RagSystem, rag_system
 
 SCALE, MARGIN_UPPER = 100, 2000  # state = round(100 * margin); margins above 20 are all "sure"
 KERNEL_VALUES = (2, 3, 4, 8)  # loop_truncate / loop_perforate factors of the scoring kernel's loops
@@ -68,4 +68,4 @@ def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
     return system(corpus, llm=True)
 
 
-__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.rag_bm25:program ...`
+__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.rag.bm25:program ...`

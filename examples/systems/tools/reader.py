@@ -4,12 +4,12 @@ reader_l3.npz "fast") as scorers of candidate argument values.
 The agent asks one question per parameter ("What is the base (The base of the
 triangle)?") over the user's request, all questions of a call in one batch,
 and reads the reader's start/end log-probabilities at the candidate spans
-(tools_text.py): a span's score is log p_start + log p_end, each a softmax over
+(tools/text.py): a span's score is log p_start + log p_end, each a softmax over
 the request's tokens, so a value is the span the reader would answer,
 restricted to well-formed values (whole words, numbers).
 
 `ArgumentReader` is a reader as the provider of the agent's `component.generate`
-op; the op's knobs (tools_agent.py) are `answer.model` (a cascade from fast to pro:
+op; the op's knobs (tools/agent.py) are `answer.model` (a cascade from fast to pro:
 fast's scores are kept when its confidence, the smallest over the call's
 parameters of the probability of the best candidate, is >= THRESHOLDS[k-1]),
 `answer.precision` (bfloat16), `answer.passages` (1: string parameters only) and
@@ -27,7 +27,7 @@ import numpy as np
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.variants import Variants
 
-MODELS = Path(__file__).resolve().parents[1] / "models"
+MODELS = Path(__file__).resolve().parents[2] / "models"
 THRESHOLDS = (0.0, 0.3, 0.5, 0.7, 0.9)  # 0.0: the fast reader alone
 READER_GROUPS = (("string", "str_list"), ("int", "float", "num_list"))  # the reader op's contexts: strings first
 
@@ -120,7 +120,7 @@ class ArgumentReader(Variants):
         return self.variant_for(settings).answer(request, kind_groups)
 
     def answer(self, request, kind_groups, max_new_tokens=None) -> SpanScores:
-        from examples.systems.tools_fill import reader_questions
+        from examples.systems.tools.fill import reader_questions
 
         question, function = request
         kinds = tuple(k for group in kind_groups for k in group)

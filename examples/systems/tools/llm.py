@@ -106,7 +106,7 @@ class ReaderFiller(Variants, AnswerModel):
     supports = frozenset({"precision"})
 
     def __init__(self, scorer):
-        from examples.systems.tools_reader import ArgumentReader
+        from examples.systems.tools.reader import ArgumentReader
 
         self.scorer, self.reader = scorer, ArgumentReader(scorer)
         self.name = f"filler_{self.reader.name}"
@@ -116,8 +116,8 @@ class ReaderFiller(Variants, AnswerModel):
         return ReaderFiller(self.scorer.variant(precision))
 
     def _answer(self, question: str, contexts: list, max_new_tokens: int | None) -> Answer:
-        from examples.systems.tools_fill import fill_scored
-        from examples.systems.tools_reader import READER_GROUPS
+        from examples.systems.tools.fill import fill_scored
+        from examples.systems.tools.reader import READER_GROUPS
 
         function = contexts[0]
         scores = self.reader.answer((question, function), READER_GROUPS)

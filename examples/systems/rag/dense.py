@@ -4,8 +4,8 @@ passages, answer with the extractive reader (pro, 6 layers; or fast, 3);
 RAG-dense-LLM (`llm_system()`): the same program answering with the fine-tuned
 SmolLM2-135M-Instruct (16 new tokens), the pro reader as its cheap model.
 
-One decorated program (`rag_program.rag_program`); its components are IR:
-`component.embed` (the query encoder, query_encoder.py), `component.retrieve`
+One decorated program (`rag.program.rag_program`); its components are IR:
+`component.embed` (the query encoder, rag/query_encoder.py), `component.retrieve`
 (similarity and top-k in the JIT-compiled kernel of
 `frontends.components.retrieval.dense`) and `component.generate` (the readers).
 
@@ -17,7 +17,7 @@ Knobs (all exact at 0):
   dense.precision  precision_reduce: the kernel's dot product in f32 or f16 (f64 exact)
   answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
                    context_chars, sentences, precision (bfloat16, float16); with the LLM
-                   (`rag_program.llm_answer_models`): cascade pro reader -> SmolLM2,
+                   (`rag.program.llm_answer_models`): cascade pro reader -> SmolLM2,
                    max_new_tokens, passages, context_chars, sentences, layers (early exit)
   prompt           (LLM) the answer op's prompt budgets per question (context_tokens,
                    compress_tokens decided together), a ladder on the same margin
@@ -31,7 +31,7 @@ import functools
 
 from examples.systems.common import margin_state
 from examples.systems.program import program_attribute
-from examples.systems.rag_program import TOP_K, RagSystem, rag_system
+from examples.systems.rag.program import TOP_K, RagSystem, rag_system
 
 SCALE, MARGIN_UPPER = 1000, 250  # state = round(1000 * margin); margins above 0.25 are all "sure"
 KERNEL_VALUES = (2, 3, 4, 8)  # loop_truncate / loop_perforate factors of the similarity kernel's loops
@@ -51,7 +51,7 @@ def dense_retrieval(corpus: tuple[str, ...]):
     encoders, whose embeddings the tuner's untimed passes keep (deterministic, and
     nearly all of retrieval's time: a configuration scored from kept outputs then
     runs no encoder)."""
-    from examples.systems.query_encoder import QueryEncoder
+    from examples.systems.rag.query_encoder import QueryEncoder
     from frontends import Knob
     from frontends.components.declare import Embed, Retrieve, Tune
     from frontends.components.retrieval import DenseRetriever
@@ -83,4 +83,4 @@ def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
     return system(corpus, llm=True)
 
 
-__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.rag_dense:program ...`
+__getattr__ = program_attribute(__name__, system)  # `approx-tune run examples.systems.rag.dense:program ...`
