@@ -2,7 +2,13 @@
 already, evaluate it in stages, record what was measured.
 
 Staged evaluation: a configuration first runs on a slice of the tuning inputs and
-goes on to the full split only if it might still reach the front. Optuna cannot
+goes on to the full split only if it might still reach the front: its slice loss is
+within the budget (with a margin), no front point beats it by a margin, and no
+configuration measured on the same slice (`FIRST_STAGE`, the user attr every staged
+trial carries) is at least as accurate there and a quarter faster. The last is the
+one that cuts a costly program's search: slices of the same inputs compare without
+sampling noise between them, so one cheap configuration that answers the slice as
+well stops the costlier ones after the slice. Optuna cannot
 prune multi-objective trials, so a pruned trial is COMPLETE with its slice
 figures, the user attr `pruned` (and `prune_reason`), and a positive constraint
 value (infeasible), which samplers rank below every feasible trial. A
@@ -23,6 +29,7 @@ from autotuner._sampling import worker_id
 from autotuner.space import SearchSpace, config_key
 
 MAX_ATTEMPTS = 3  # runs of one configuration cut short before it counts as failed
+FIRST_STAGE = "first_stage"  # user attr: {"n", "qos_loss", "speedup"} of a staged trial's slice
 
 
 class TrialFailed(Exception):
@@ -73,6 +80,8 @@ class Objective:
         try:
             if self.slice_n:
                 m = self.evaluate(config, n=self.slice_n)
+                trial.set_user_attr(FIRST_STAGE, {"n": m.n, "qos_loss": float(m.qos_loss),
+                                                  "speedup": float(m.speedup)})
                 reason = self._prune_reason(m, done)
                 if reason:
                     trial.set_user_attr("pruned", True)
@@ -125,4 +134,10 @@ class Objective:
         for r in front(done, self.budget):
             if r.qos_loss <= m.qos_loss - margin and r.speedup >= m.speedup * (1 + self.dominance_margin):
                 return f"dominated on the slice by trial {r.number}"
+        for r in done:
+            peer = r.attrs.get(FIRST_STAGE)
+            if (peer and peer["n"] == m.n and not r.duplicate and peer["qos_loss"] <= m.qos_loss + 1e-12
+                    and peer["speedup"] >= m.speedup * (1 + self.dominance_margin)):
+                return (f"trial {r.number} is as accurate on the same {m.n} inputs and "
+                        f"{peer['speedup'] / m.speedup:.2f}x as fast")
         return None

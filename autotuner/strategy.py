@@ -10,8 +10,10 @@ tool), which `tune()` runs on any such program:
    prompt). Kept in `strategy.json` beside the study, so a resumed study keeps the
    space it started with.
 2. **A screen.** The static study starts with each knob alone: first every knob at
-   its gentlest step, then its other values, the knobs of the components that take the
-   time first (a knob is `<label>.<setting>`).
+   its gentlest step, then its other values; the program's own knobs first (they
+   decide which components run), then the knobs of the components that take the time
+   (a knob is `<label>.<setting>`). With stages, a configuration stops after the
+   first slice when one measured on the same slice answers it as well, faster.
 3. **Dynamic from static.** The dynamic study starts from the static front: each front
    configuration as it is, and with a ladder's cheaper value applied only where the
    decision's state is high, or low, or across the widest gaps between groups of
@@ -74,10 +76,14 @@ def negligible_of(program, shares: dict[str, float], share: float = NEGLIGIBLE) 
 
 def screen(space, shares: dict[str, float]) -> list[dict]:
     """Each free static knob alone: every knob at its gentlest step first, then at each
-    other value, the knobs of the components with the largest time share first."""
+    other value; the program's own knobs (no component label: they decide which
+    components run, e.g. a cheaper path for some inputs) first, then the knobs of the
+    components with the largest time share. A cheap configuration measured early
+    stops the costly ones that answer no better after the first stage
+    (`autotuner._objective`)."""
     base = space.seeds()[0]
     ranked = sorted((d for d in space.free() if not d.dynamic),
-                    key=lambda d: -shares.get(d.name.split(".")[0], 0.0))
+                    key=lambda d: ("." in d.name, -shares.get(d.name.split(".")[0], 0.0)))
     steps = {d.name: sorted(v for v in d.values if v != base[d.name].get("knob_val")) for d in ranked}
     out = [{**base, d.name: {"knob_val": steps[d.name][0]}} for d in ranked if steps[d.name]]
     out += [{**base, d.name: {"knob_val": v}} for d in ranked for v in steps[d.name][1:]]
