@@ -77,6 +77,29 @@ def test_the_screen_tries_each_knob_alone_gentlest_steps_first_where_the_time_go
     assert screen(SearchSpace.from_program(ADAPTIVE, "dynamic"), {}) == []  # ladders are not screened
 
 
+class Routed:
+    """Knobs named as a component program's: `<label>.<setting>` of the LLM, and the
+    program's own `route` (which components run)."""
+
+    name = "routed"
+
+    def knobs(self):
+        from passes.knobs import KnobSpec
+
+        return [KnobSpec("llm.tokens", "f", "param", "static", (0, 1, 2)),
+                KnobSpec("bm25.top_k", "f", "param", "static", (0, 1)),
+                KnobSpec("route", "f", "param", "static", (0, 1, 2))]
+
+
+def test_the_screen_takes_the_programs_own_knobs_before_those_of_the_component_taking_the_time():
+    from autotuner.strategy import screen
+
+    space = SearchSpace.from_program(Routed(), "static")
+    changed = [next(k for k, v in c.items() if v != {"knob_val": 0})
+               for c in screen(space, {"llm": 0.99, "bm25": 0.01})]
+    assert changed == ["route", "llm.tokens", "bm25.top_k", "route", "llm.tokens"]
+
+
 def test_narrow_and_fix():
     space = SearchSpace.from_program(DOTS, "static").narrow({"d1": [0, 4], "d2": {"values": [8]}}).fix({"d3": 2})
     assert {d.name: d.values for d in space.free()} == {"d1": (0, 4)}  # d2 has one value left: not searched
