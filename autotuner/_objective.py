@@ -5,7 +5,8 @@ Staged evaluation: a configuration first runs on a slice of the tuning inputs an
 goes on to the full split only if it might still reach the front: its slice loss is
 within the budget (with a margin), no front point beats it by a margin, and no
 configuration measured on the same slice (`FIRST_STAGE`, the user attr every staged
-trial carries) is at least as accurate there and a quarter faster. The last is the
+trial carries; a slice of at least `PEER_MIN_INPUTS`) is at least as accurate there and
+a quarter faster. The last is the
 one that cuts a costly program's search: slices of the same inputs compare without
 sampling noise between them, so one cheap configuration that answers the slice as
 well stops the costlier ones after the slice. Optuna cannot
@@ -30,6 +31,7 @@ from autotuner.space import SearchSpace, config_key
 
 MAX_ATTEMPTS = 3  # runs of one configuration cut short before it counts as failed
 FIRST_STAGE = "first_stage"  # user attr: {"n", "qos_loss", "speedup"} of a staged trial's slice
+PEER_MIN_INPUTS = 10  # slices compared with each other hold at least this many inputs (fewer: a coin toss)
 
 
 class TrialFailed(Exception):
@@ -136,7 +138,8 @@ class Objective:
                 return f"dominated on the slice by trial {r.number}"
         for r in done:
             peer = r.attrs.get(FIRST_STAGE)
-            if (peer and peer["n"] == m.n and not r.duplicate and peer["qos_loss"] <= m.qos_loss + 1e-12
+            if (peer and peer["n"] == m.n >= PEER_MIN_INPUTS and not r.duplicate
+                    and peer["qos_loss"] <= m.qos_loss + 1e-12
                     and peer["speedup"] >= m.speedup * (1 + self.dominance_margin)):
                 return (f"trial {r.number} is as accurate on the same {m.n} inputs and "
                         f"{peer['speedup'] / m.speedup:.2f}x as fast")

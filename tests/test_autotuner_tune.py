@@ -157,19 +157,27 @@ class TwoPaths:
 
 
 def test_a_configuration_stops_after_the_first_stage_where_another_answers_those_inputs_as_well_for_less(tmp_path):
-    r = tune(TwoPaths(), [float(i + 1) for i in range(36)], budget=0.5,  # 6 tuning inputs
+    r = tune(TwoPaths(), [float(i + 1) for i in range(120)], budget=0.5,  # 20 tuning inputs
              search=Search(n_trials=8, mode="static", sampler="random", stage_fraction=0.5),
              cost=Cost(objective="money", money=TwoPaths.money, repeats=1), held_out=HeldOut(evaluate=False),
              storage=Storage(out_dir=tmp_path))
     study = optuna.load_study(study_name="two-paths/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
     done = [t for t in study.get_trials() if t.state.name == "COMPLETE" and "duplicate_of" not in t.user_attrs]
     cheap = next(t for t in done if t.user_attrs["config"] == {"cheap": {"knob_val": 1}, "costly": {"knob_val": 0}})
-    assert not cheap.user_attrs.get("pruned") and cheap.user_attrs["first_stage"]["n"] == 3  # half of 6 tuning inputs
+    assert not cheap.user_attrs.get("pruned") and cheap.user_attrs["first_stage"]["n"] == 10  # half of 20
     later = [t for t in done if t.number > cheap.number and t.user_attrs["config"]["cheap"]["knob_val"] == 0]
-    assert later and all(t.user_attrs.get("pruned") and t.user_attrs["n"] == 3 for t in later)
-    assert all(f"trial {cheap.number} is as accurate on the same 3 inputs" in t.user_attrs["prune_reason"]
+    assert later and all(t.user_attrs.get("pruned") and t.user_attrs["n"] == 10 for t in later)
+    assert all(f"trial {cheap.number} is as accurate on the same 10 inputs" in t.user_attrs["prune_reason"]
                for t in later)
     assert r.pruned_trials >= len(later)
+
+
+def test_slices_of_a_few_inputs_are_not_compared_with_each_other(tmp_path):
+    r = tune(TwoPaths(), [float(i + 1) for i in range(36)], budget=0.5,  # 6 tuning inputs: slices of 3
+             search=Search(n_trials=8, mode="static", sampler="random", stage_fraction=0.5),
+             cost=Cost(objective="money", money=TwoPaths.money, repeats=1), held_out=HeldOut(evaluate=False),
+             storage=Storage(out_dir=tmp_path))
+    assert r.pruned_trials == 0
 
 
 class Flaky:
