@@ -115,12 +115,21 @@ class EngineSmolLM2(SmolLM2):
         """What names this provider's outputs across processes (kept outputs): the engine
         builds its values run, so an engine's outputs are never read for torch's."""
         where = f"{self.engine}:{Path(self.build).name}[{self.values_text()}]"
-        return f"{type(self).__module__}.EngineSmolLM2:{self.name}:{where}"
+        return f"{type(self).__module__}.EngineSmolLM2:{self.name}:{where}:{self.values_builds()}"
+
+    def values_builds(self) -> str:
+        """A digest of how each precision value's engine is built and run (the builder's
+        options, the compute hint): a build made another way never reads these outputs."""
+        import hashlib
+
+        how = {p: (eng.ENGINES[e], eng.WEIGHTS[eng.ENGINES[e][1]]) for p, e in sorted(self.engines.items())}
+        return hashlib.sha256(repr(how).encode()).hexdigest()[:8]
 
     @property
     def probe_name(self) -> str:
-        """The knob probe's name for this model: its figures are the engines', not torch's."""
-        return f"{self.name}@{self.engine}[{self.values_text()}]"
+        """The knob probe's name for this model: its figures are the engines', not torch's
+        (and a value's engine built another way is probed again)."""
+        return f"{self.name}@{self.engine}[{self.values_text()}]#{self.values_builds()}"
 
     def build_variant(self, precision, layers):
         if layers is None and precision in self.engines:
