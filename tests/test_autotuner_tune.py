@@ -132,8 +132,7 @@ def test_staged_evaluation_prunes_configurations_far_over_budget(tmp_path):
     assert all(t.dominated and not t.feasible for t in pruned)
     study = optuna.load_study(study_name="dots.mlir:main/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
     attrs = [t.user_attrs for t in study.get_trials() if t.user_attrs.get("pruned")]
-    assert all(a["n"] == 3 for a in attrs)  # 3 of the 6 tuning inputs
-    assert any("slice QoS loss" in a["prune_reason"] for a in attrs)
+    assert all("slice QoS loss" in a["prune_reason"] and a["n"] == 3 for a in attrs)  # 3 of the 6 tuning inputs
     assert all(t.constraints["qos_loss_over_budget"] > 0 for t in study.get_trials() if t.user_attrs.get("pruned"))
 
 
@@ -156,11 +155,16 @@ class TwoPaths:
         return (0.1 if config["cheap"]["knob_val"] else 1.0) * (0.9 if config["costly"]["knob_val"] else 1.0)
 
 
+def tune_two_paths(tmp_path, n_inputs: int):
+    """TwoPaths tuned statically on n_inputs / 6 tuning inputs, each staged on half of them."""
+    return tune(TwoPaths(), [float(i + 1) for i in range(n_inputs)], budget=0.5,
+                search=Search(n_trials=8, mode="static", sampler="random", stage_fraction=0.5),
+                cost=Cost(objective="money", money=TwoPaths.money, repeats=1), held_out=HeldOut(evaluate=False),
+                storage=Storage(out_dir=tmp_path))
+
+
 def test_a_configuration_stops_after_the_first_stage_where_another_answers_those_inputs_as_well_for_less(tmp_path):
-    r = tune(TwoPaths(), [float(i + 1) for i in range(120)], budget=0.5,  # 20 tuning inputs
-             search=Search(n_trials=8, mode="static", sampler="random", stage_fraction=0.5),
-             cost=Cost(objective="money", money=TwoPaths.money, repeats=1), held_out=HeldOut(evaluate=False),
-             storage=Storage(out_dir=tmp_path))
+    r = tune_two_paths(tmp_path, 120)  # 20 tuning inputs
     study = optuna.load_study(study_name="two-paths/static", storage=f"sqlite:///{tmp_path / 'study.db'}")
     done = [t for t in study.get_trials() if t.state.name == "COMPLETE" and "duplicate_of" not in t.user_attrs]
     cheap = next(t for t in done if t.user_attrs["config"] == {"cheap": {"knob_val": 1}, "costly": {"knob_val": 0}})
@@ -173,11 +177,7 @@ def test_a_configuration_stops_after_the_first_stage_where_another_answers_those
 
 
 def test_slices_of_a_few_inputs_are_not_compared_with_each_other(tmp_path):
-    r = tune(TwoPaths(), [float(i + 1) for i in range(36)], budget=0.5,  # 6 tuning inputs: slices of 3
-             search=Search(n_trials=8, mode="static", sampler="random", stage_fraction=0.5),
-             cost=Cost(objective="money", money=TwoPaths.money, repeats=1), held_out=HeldOut(evaluate=False),
-             storage=Storage(out_dir=tmp_path))
-    assert r.pruned_trials == 0
+    assert tune_two_paths(tmp_path, 36).pruned_trials == 0  # 6 tuning inputs: slices of 3
 
 
 class Flaky:

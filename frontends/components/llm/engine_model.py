@@ -13,6 +13,7 @@ precision, built on first need; int4 has none (ENGINE_ONLY): asking for one is a
 from __future__ import annotations
 
 import copy
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,6 @@ class EngineSmolLM2(SmolLM2):
     def values_builds(self) -> str:
         """A digest of how each precision value's engine is built and run (the builder's
         options, the compute hint): a build made another way never reads these outputs."""
-        import hashlib
-
         how = {p: (eng.ENGINES[e], eng.WEIGHTS[eng.ENGINES[e][1]]) for p, e in sorted(self.engines.items())}
         return hashlib.sha256(repr(how).encode()).hexdigest()[:8]
 
