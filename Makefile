@@ -7,6 +7,9 @@ STAMP  := $(VENV)/.installed
 IREE   := $(VENV)/.installed-iree
 ENGINE := $(VENV)/.installed-engine
 ENGINE_PKGS := $(VENV)/.installed-engine-packages
+ENGINE_EXACT := $(VENV)/.installed-engine-exact
+ENGINE_RAG := $(VENV)/.installed-engine-rag
+ENGINE_OTHERS := $(VENV)/.installed-engine-others
 
 .PHONY: install system-deps demo test bench fuzz clean
 
@@ -28,7 +31,8 @@ $(STAMP): pyproject.toml
 # reports/ (examples/demo.py; about 3 minutes on 2 cores), SmolLM2's exact path through the CPU engine;
 # `make demo SYSTEM=rag_bm25`: the MiniLM readers, larger;
 # the compiler-only demo is `$(PY) -m approx_opt.demo`
-demo: install
+demo:
+	$(MAKE) -j2 install
 	$(PY) -m examples.demo --system $(SYSTEM)
 
 # Debian's chromium and postgresql for the browser and shared-study tests (apt-get as root; elsewhere they skip)
@@ -41,16 +45,29 @@ $(IREE): $(ENGINE_PKGS)
 	touch $(IREE)
 
 # the CPU inference engines (onnxruntime-genai, openvino; about 300 MB; part of `make install`): SmolLM2's exact path on the CPU
-# and its int8 / int4 / bf16 values; the RAG answer model's engine builds (fp32, int8, int4; ~10 s each, 520 + 260 +
-# 80 MB under .cache/approx/engines) are made here once, and the probes that decide whether the engine or eager torch
-# is this machine's exact path and which precision values pay run here once (about a minute and a half in all on a
-# fresh machine), so that no test waits for them (a missing one is made on first use)
+# and its int8 / int4 / bf16 values. Each SmolLM2 model's engine builds (~10 s each; the RAG answer model's fp32, int8,
+# int4: 520 + 260 + 80 MB under .cache/approx/engines) and the probes that decide whether the engine or eager torch is
+# this machine's exact path and which precision values pay are made here once (about two minutes on a fresh machine),
+# so that no run or test waits for them (a missing one is made on first use)
 $(ENGINE_PKGS): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[engine]'
 	touch $(ENGINE_PKGS)
 
-$(ENGINE): $(ENGINE_PKGS)
-	$(PY) -c "from examples.systems.common import smollm; from examples.systems.rag.program import llm_precisions; llm_precisions(smollm())"
+# (examples/systems/engines.py): the exact path's decision first, then the RAG answer model's values beside the
+# tools writer's and the agent's models
+$(ENGINE_EXACT): $(ENGINE_PKGS)
+	$(PY) -m examples.systems.engines exact
+	touch $(ENGINE_EXACT)
+
+$(ENGINE_RAG): $(ENGINE_EXACT)
+	$(PY) -m examples.systems.engines rag
+	touch $(ENGINE_RAG)
+
+$(ENGINE_OTHERS): $(ENGINE_EXACT)
+	$(PY) -m examples.systems.engines others
+	touch $(ENGINE_OTHERS)
+
+$(ENGINE): $(ENGINE_RAG) $(ENGINE_OTHERS)
 	touch $(ENGINE)
 
 # the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install);

@@ -134,3 +134,17 @@ def test_float16_is_a_candidate_only_on_a_cpu_with_float16_arithmetic(flags, off
     assert [line for line in lines if "float16 arithmetic" in line] == \
         ([] if offered else ["reader.precision = float16 left out: this CPU has no float16 arithmetic (avx512_fp16, "
                              "amx_fp16): torch converts, slower than float32"])
+
+
+def test_figures_another_process_writes_during_a_probe_are_kept(tmp_path):
+    """`make install` probes two models at once: the file is read again before each write."""
+    other = []
+
+    def run(value):
+        if not other:  # while this probe runs, another knob's probe ends and writes its figures
+            other.extend(paying_values("n.precision", run_at([]), ("half",), log=None))
+        sum(i * i for i in range(WORK[value]))
+
+    assert paying_values("m.precision", run, ("half",), log=None) == ["half"] == other
+    cached = json.loads((tmp_path / PROBE_FILE).read_text())[machine_key()]
+    assert {"m.precision", "n.precision"} <= set(cached)

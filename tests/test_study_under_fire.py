@@ -112,7 +112,7 @@ def test_runs_killed_mid_trial_and_started_again_lose_nothing_and_keep_the_front
 def test_kept_outputs_of_killed_workers_are_whole_or_absent_and_the_study_resumes(tmp_path, monkeypatch):
     """2 workers of a real-reader program, killed -9 twice mid-trial (they keep each
     call as it ends), then the whole run; the same command completes the study."""
-    monkeypatch.setenv("APPROX_FIRE_QUESTIONS", "40")  # each trial lasts seconds: the kills find one running
+    monkeypatch.setenv("APPROX_FIRE_QUESTIONS", "16")  # each trial lasts a second or more: the kills find one running
     k = fire.kept_under_fire(tmp_path, jobs=2, kills=2)
     assert k["resumed"], k["error"]
     assert k["worker_kills"] == 2 and k["rows"] > 0, k

@@ -16,6 +16,7 @@ instructions offers, shown on any machine.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
@@ -92,6 +93,23 @@ def _read(path: Path) -> dict:
         return {}
 
 
+def _remember(path: Path, key: str, figures: dict) -> None:
+    """Add `figures` under the machine `key` of the probe file, read again under a lock:
+    processes probing other knobs at the same time (`make install`'s, a run's workers)
+    keep each other's figures."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = _read(path)
+            data.setdefault(key, {}).update(figures)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache only costs the probe next time
+
+
 def left_out() -> frozenset[str]:
     """The precision values APPROX_LEAVE_OUT names (comma-separated); a name that is no
     precision value is an ApproxError, not a switch that silently does nothing."""
@@ -166,14 +184,7 @@ def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], ca
     if todo:
         speedups, same = measure_speedups(run_at, todo, device=device)
         known, agree = {**known, **speedups}, {**agree, **same}
-        data.setdefault(key, {}).update({what: known, f"{what} same": agree})
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only cache only costs the probe next time
+        _remember(path, key, {what: known, f"{what} same": agree})
     keep = [v for v in candidates if known[v] >= min_gain and agree[v] >= min_same]
     if log is not None:
         for v in candidates:
