@@ -53,8 +53,8 @@ $(ENGINE_PKGS): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[engine]'
 	touch $(ENGINE_PKGS)
 
-# (examples/systems/engines.py): the exact path's decision first, then the RAG answer model's values beside the
-# tools writer's and the agent's models
+# (examples/systems/engines.py): the exact path's decision beside the tools writer's and the agent's builds, then
+# the RAG answer model's values beside the writer's probe
 $(ENGINE_EXACT): $(ENGINE_PKGS)
 	$(PY) -m examples.systems.engines exact
 	touch $(ENGINE_EXACT)
@@ -63,7 +63,7 @@ $(ENGINE_RAG): $(ENGINE_EXACT)
 	$(PY) -m examples.systems.engines rag
 	touch $(ENGINE_RAG)
 
-$(ENGINE_OTHERS): $(ENGINE_EXACT)
+$(ENGINE_OTHERS): $(ENGINE_PKGS)
 	$(PY) -m examples.systems.engines others
 	touch $(ENGINE_OTHERS)
 

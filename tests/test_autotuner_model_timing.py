@@ -60,27 +60,40 @@ def test_a_dynamic_configuration_is_scored_from_kept_calls_as_running_it_scores(
     assert 0 < scored.seconds and 0 < scored.exact_seconds
 
 
-def test_tune_times_the_front_and_a_later_study_reads_the_kept_outputs(tmp_path, questions):
+def test_tune_times_the_front_sweeps_dynamic_configurations_and_a_later_study_reads_the_kept_outputs(
+        tmp_path, questions):
+    """One `tune()` (static, then dynamic): the static front timed paired, dynamic
+    configurations scored from the kept outputs as running them scores, and a new
+    process's build reads what was kept instead of running the exact program again."""
+    import optuna
+
     program = kept_program(tmp_path)
     space = {"bm25.top_k": [0], "bm25.preprocess": [0], "bm25.terms": [0], "bm25.docs": [0]}
     r = tune(program, questions, None, metric=METRIC, budget=0.5,
-             search=Search(n_trials=6, mode="static", seed=1, narrow=space), cost=Cost(repeats=1),
+             search=Search(n_trials=6, mode="both", seed=1, narrow=space, sweep=12), cost=Cost(repeats=1),
              held_out=HeldOut(inputs=questions[:4], levels=[0.5]), storage=Storage(out_dir=tmp_path))
     assert (tmp_path / "kept_outputs.db").is_file()
     plan = json.loads((tmp_path / "strategy.json").read_text())  # where the time goes orders the screen
     assert max(plan["shares"], key=plan["shares"].get) == "answer"
     assert plan["negligible"] == {}  # nothing fixed for its own share: bm25's top-k changes what is read
-    import optuna
 
     study = optuna.load_study(study_name=r.study_names["static"], storage=f"sqlite:///{tmp_path / 'study.db'}")
-    modelled = [t for t in study.trials if t.user_attrs.get("modelled")]
-    assert modelled  # measured by their QoS pass
+    assert [t for t in study.trials if t.user_attrs.get("modelled")]  # measured by their QoS pass
     timed = {k for k in study.user_attrs if k.startswith("timed:")}
-    front = [p for p in r.front if p.mode == "static"]
-    assert front and {f"timed:{p.trial}" for p in front} <= timed  # every front point timed paired
-    assert all(p.speedup_tune_ci is not None for p in front)
+    static = [p for p in r.front if p.mode == "static"]
+    assert static and {f"timed:{p.trial}" for p in static} <= timed  # every front point timed paired
+    assert all(p.speedup_tune_ci is not None for p in static)
     # held out: only the point the level reports (the fastest within 50 % on the tuning split)
-    assert [p.trial for p in front if p.speedup_eval is not None] == [max(front, key=lambda p: p.speedup_tune).trial]
+    assert [p.trial for p in static if p.speedup_eval is not None] == [max(static, key=lambda p: p.speedup_tune).trial]
+
+    study = optuna.load_study(study_name=r.study_names["dynamic"], storage=f"sqlite:///{tmp_path / 'study.db'}")
+    scored = [t for t in study.trials if t.user_attrs.get("scored")]
+    assert 0 < len(scored) <= 12 and r.search["scored_from_kept"]["dynamic"] == len(scored)
+    config = scored[-1].user_attrs["config"]
+    assert len(set(config["read"]["decisions"])) > 1  # a dynamic configuration, mixing measured values
+    fresh = SystemProgram("fresh", rag_bm25.system.__wrapped__(tuple(squad.paragraphs()[:300])).program)
+    ran = Measurer(fresh, questions, None, METRIC, timing="paired", repeats=1).measure(fresh.build(config), config)
+    assert scored[-1].values[0] == pytest.approx(ran.qos_loss)  # scored as running it scores
 
     again = kept_program(tmp_path, "again")  # a new process's build: the exact pass reads what was kept
     Measurer(again, questions, None, METRIC, timing="model")
@@ -98,21 +111,3 @@ def test_a_configuration_is_scored_from_kept_outputs_alone_or_not_at_all(tmp_pat
     scored = m.score(program.build(config), config)
     assert scored is not None and scored.modelled
     assert (scored.qos, scored.qos_loss) == (measured.qos, measured.qos_loss)
-
-
-def test_tune_sweeps_dynamic_configurations_scored_from_kept_outputs(tmp_path, questions):
-    import optuna
-
-    program = kept_program(tmp_path)
-    fixed = {k.name: 0 for k in program.knobs() if k.name != "read"}  # the ladder alone: its values screened
-    r = tune(program, questions, None, metric=METRIC, budget=0.5,
-             search=Search(n_trials=5, mode="both", seed=1, fix=fixed, sweep=12), cost=Cost(repeats=1),
-             held_out=HeldOut(inputs=questions[:4], levels=[0.5]), storage=Storage(out_dir=tmp_path))
-    study = optuna.load_study(study_name=r.study_names["dynamic"], storage=f"sqlite:///{tmp_path / 'study.db'}")
-    scored = [t for t in study.trials if t.user_attrs.get("scored")]
-    assert 0 < len(scored) <= 12 and r.search["scored_from_kept"]["dynamic"] == len(scored)
-    config = scored[-1].user_attrs["config"]
-    assert len(set(config["read"]["decisions"])) > 1  # a dynamic configuration, mixing measured values
-    fresh = SystemProgram("fresh", rag_bm25.system.__wrapped__(tuple(squad.paragraphs()[:300])).program)
-    ran = Measurer(fresh, questions, None, METRIC, timing="paired", repeats=1).measure(fresh.build(config), config)
-    assert scored[-1].values[0] == pytest.approx(ran.qos_loss)  # scored as running it scores

@@ -148,3 +148,21 @@ def test_figures_another_process_writes_during_a_probe_are_kept(tmp_path):
     assert paying_values("m.precision", run, ("half",), log=None) == ["half"] == other
     cached = json.loads((tmp_path / PROBE_FILE).read_text())[machine_key()]
     assert {"m.precision", "n.precision"} <= set(cached)
+
+
+def test_a_probe_another_process_is_running_is_waited_for_not_measured_again():
+    """Workers of one run, or `make install`'s parallel steps, needing one probe measure it once."""
+    import threading
+
+    started, first, calls = threading.Event(), [], []
+
+    def run(value):
+        started.set()
+        sum(i * i for i in range(WORK[value]))
+
+    probing = threading.Thread(target=lambda: first.append(paying_values("m.precision", run, ("half",), log=None)))
+    probing.start()
+    started.wait()
+    assert paying_values("m.precision", run_at(calls), ("half",), log=None) == ["half"]
+    probing.join()
+    assert calls == [] and first == [["half"]]

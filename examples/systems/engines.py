@@ -6,12 +6,13 @@ on first use). `make install` runs the groups as separate processes, two at a ti
     python -m examples.systems.engines rag     # that model's precision values: builds and probes
     python -m examples.systems.engines others  # the tools writer's and the agent's models
 
-`rag` and `others` read the decision `exact` cached (`machine.paying_values`), so they
-run after it and beside each other."""
+`rag` reads the decision `exact` caches (`machine.paying_values`), so it runs after it;
+`others` makes its builds beside `exact`, then waits for the decision."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 
@@ -29,11 +30,25 @@ def rag() -> None:
 
 
 def others() -> None:
+    """The tools writer's and the agent's models: their engine builds first, through the
+    engine the exact path would take (builds need no decision: they run while `exact`
+    probes), then the writer's precision probe, which waits for that decision."""
     from examples.systems.agent.llm import base_llm, triage_llm
+    from examples.systems.common import device
     from examples.systems.tools.agent_llm import load_writer, writer_precisions
+    from frontends.components.llm.engine import ENV, EXACT, default_engine, engine_from_env
 
+    if default_engine(device()) == EXACT and engine_from_env() is None:
+        os.environ[ENV] = EXACT
+        try:
+            writer = load_writer()
+            for precision in writer.engines:
+                writer.with_precision(precision)
+            base_llm(), triage_llm()
+        finally:
+            del os.environ[ENV]
     writer_precisions(load_writer())
-    base_llm(), triage_llm()
+    base_llm(), triage_llm()  # (built above where the engine takes the exact path)
 
 
 GROUPS = {"exact": exact, "rag": rag, "others": others}

@@ -16,7 +16,9 @@ instructions offers, shown on any machine.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import platform
@@ -91,6 +93,29 @@ def _read(path: Path) -> dict:
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def _cached(path: Path, key: str, what: str, candidates: Sequence[str], refresh: bool):
+    """(speedups, shares of equal outputs, candidates not probed yet) of knob `what` on machine `key`."""
+    data = _read(path).get(key, {})
+    known, agree = data.get(what, {}), data.get(f"{what} same", {})
+    return known, agree, [v for v in candidates if refresh or v not in known or v not in agree]
+
+
+@contextlib.contextmanager
+def _probing(path: Path, what: str):
+    """Held while this process probes knob `what`: a process needing the same probe waits
+    and reads its figures (a run's workers, `make install`'s parallel steps) instead of
+    measuring it again beside it. Without a writable cache dir, nothing is held."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(path.parent / f"{path.stem}.{hashlib.sha256(what.encode()).hexdigest()[:16]}.lock", "a")
+    except OSError:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _remember(path: Path, key: str, figures: dict) -> None:
@@ -177,14 +202,14 @@ def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], ca
             if v in skip:
                 log(f"{what} = {v} left out by {LEAVE_OUT_ENV}")
     candidates = [v for v in candidates if v not in skip]
-    data = _read(path)
-    known = data.get(key, {}).get(what, {})
-    agree = data.get(key, {}).get(f"{what} same", {})
-    todo = [v for v in candidates if refresh or v not in known or v not in agree]
+    known, agree, todo = _cached(path, key, what, candidates, refresh)
     if todo:
-        speedups, same = measure_speedups(run_at, todo, device=device)
-        known, agree = {**known, **speedups}, {**agree, **same}
-        _remember(path, key, {what: known, f"{what} same": agree})
+        with _probing(path, what):  # another process probing this knob now: its figures, once it ends
+            known, agree, todo = _cached(path, key, what, candidates, refresh)
+            if todo:
+                speedups, same = measure_speedups(run_at, todo, device=device)
+                known, agree = {**known, **speedups}, {**agree, **same}
+                _remember(path, key, {what: known, f"{what} same": agree})
     keep = [v for v in candidates if known[v] >= min_gain and agree[v] >= min_same]
     if log is not None:
         for v in candidates:
