@@ -8,8 +8,8 @@ IREE   := $(VENV)/.installed-iree
 ENGINE := $(VENV)/.installed-engine
 ENGINE_PKGS := $(VENV)/.installed-engine-packages
 ENGINE_EXACT := $(VENV)/.installed-engine-exact
-ENGINE_RAG := $(VENV)/.installed-engine-rag
-ENGINE_OTHERS := $(VENV)/.installed-engine-others
+ENGINE_ANSWER := $(VENV)/.installed-engine-answer
+ENGINE_WRITER := $(VENV)/.installed-engine-writer
 
 .PHONY: install system-deps demo test bench fuzz clean
 
@@ -53,21 +53,21 @@ $(ENGINE_PKGS): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[engine]'
 	touch $(ENGINE_PKGS)
 
-# (examples/systems/engines.py): the exact path's decision beside the tools writer's and the agent's builds, then
-# the RAG answer model's values beside the writer's probe
+# (examples/systems/engines.py): the exact path's decision first, then the RAG answer model's values and the agent's
+# models beside the tools writer's
 $(ENGINE_EXACT): $(ENGINE_PKGS)
 	$(PY) -m examples.systems.engines exact
 	touch $(ENGINE_EXACT)
 
-$(ENGINE_RAG): $(ENGINE_EXACT)
-	$(PY) -m examples.systems.engines rag
-	touch $(ENGINE_RAG)
+$(ENGINE_ANSWER): $(ENGINE_EXACT)
+	$(PY) -m examples.systems.engines answer
+	touch $(ENGINE_ANSWER)
 
-$(ENGINE_OTHERS): $(ENGINE_PKGS)
-	$(PY) -m examples.systems.engines others
-	touch $(ENGINE_OTHERS)
+$(ENGINE_WRITER): $(ENGINE_EXACT)
+	$(PY) -m examples.systems.engines writer
+	touch $(ENGINE_WRITER)
 
-$(ENGINE): $(ENGINE_RAG) $(ENGINE_OTHERS)
+$(ENGINE): $(ENGINE_ANSWER) $(ENGINE_WRITER)
 	touch $(ENGINE)
 
 # the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install);

@@ -154,7 +154,7 @@ def test_several_workers_on_one_sqlite_file_never_fail_on_a_locked_database(tmp_
     """Two runs on one file (3 + 1 worker processes, short trials, 4 writers)."""
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     base = [sys.executable, "-m", "autotuner.cli", "run", f"{ROOT / 'examples/mlir/adaptive_sum.mlir'}:mean",
-            "--inputs", "bench.reliability_crash:adaptive_inputs", "--mode", "dynamic", "--trials", "16",
+            "--inputs", "bench.reliability_crash:adaptive_inputs", "--mode", "dynamic", "--trials", "10",
             "--repeats", "1", "--clock", "cpu", "--storage", url, "--no-progress"]
     procs = [start(base + ["--jobs", "3", "--study-name", "a", "--out", str(tmp_path / "a")]),
              start(base + ["--jobs", "1", "--study-name", "b", "--out", str(tmp_path / "b")])]
@@ -162,5 +162,5 @@ def test_several_workers_on_one_sqlite_file_never_fail_on_a_locked_database(tmp_
     assert all(code == 0 and not locked(err) and "locked" not in err for code, err in results), results
     rows = trials(tmp_path / "shared.db")
     assert not any("locked" in str(t["attrs"].get("error", "")) for t in rows)
-    assert sum(t["state"] == "COMPLETE" for t in rows) >= 2 * 16 and not any(t["state"] == "RUNNING" for t in rows)
-    assert [json.loads((tmp_path / d / "result.json").read_text())["trials"] for d in "ab"] == [16, 16]
+    assert sum(t["state"] == "COMPLETE" for t in rows) >= 2 * 10 and not any(t["state"] == "RUNNING" for t in rows)
+    assert [json.loads((tmp_path / d / "result.json").read_text())["trials"] for d in "ab"] == [10, 10]

@@ -100,10 +100,10 @@ def test_runs_killed_mid_trial_and_started_again_lose_nothing_and_keep_the_front
                 kill_group(p)
     assert all(code == 0 for code, _ in results), [err[-2000:] for _, err in results]
     figures = fire.audit(postgres_url, fire.STUDY, TRIALS, snaps)
-    assert figures["interrupted"] == RUNS and figures["rerun"] == RUNS, figures  # one trial per kill, re-run
-    assert figures["finished"] == figures["evaluated"] == TRIALS, figures
-    assert figures["lost"] == figures["duplicated"] == figures["missing"] == 0, figures
-    assert figures["running"] == figures["waiting"] == 0, figures
+    assert figures["interrupted"] == RUNS and figures["rerun"] == RUNS, str(figures)  # one trial per kill, re-run
+    assert figures["finished"] == figures["evaluated"] == TRIALS, str(figures)
+    assert figures["lost"] == figures["duplicated"] == figures["missing"] == 0, str(figures)
+    assert figures["running"] == figures["waiting"] == 0, str(figures)
     ref = [start(command(tmp_path / f"ref{i}", postgres_url, fire.STUDY + "-ref")) for i in range(RUNS)]
     assert all(code == 0 for code, _ in (finish(p, timeout=PATIENCE) for p in ref))  # the same runs, no kills
     assert fire.study_front(postgres_url, fire.STUDY) == fire.study_front(postgres_url, fire.STUDY + "-ref")
