@@ -110,16 +110,20 @@ class TrialSeeded(BaseSampler):
 
 
 def avoid_repeats(study, search_space: dict, params: dict, number: int, seed: list[int]) -> dict:
-    """A proposal that repeats a measured (or running) configuration of an all-categorical
-    space becomes a random configuration not measured yet: no evaluation is wasted
-    on a repeat (samplers converge onto their best points in small discrete spaces)."""
+    """A proposal that repeats the configuration of an earlier trial (measured, running or
+    interrupted) of an all-categorical space becomes a random configuration no earlier
+    trial has: no evaluation is wasted on a repeat (samplers converge onto their best
+    points in small discrete spaces)."""
     if not params or set(params) != set(search_space) or not all(
             isinstance(d, optuna.distributions.CategoricalDistribution) for d in search_space.values()):
         return params
     names = sorted(search_space)
-    taken = {tuple(t.params.get(n) for n in names) for t in study._get_trials(  # interrupted: re-run anyway
+    # the trials before this one only (interrupted ones too: they are re-run anyway): what later trials, running
+    # in other processes by now or not, took must not change this proposal, or a study killed and resumed would
+    # propose other configurations than the same study run straight through
+    taken = {tuple(t.params.get(n) for n in names) for t in study._get_trials(
         deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING, TrialState.FAIL), use_cache=True)
-        if t.number != number}
+        if t.number < number}
     if tuple(params[n] for n in names) not in taken:
         return params
     sizes = [len(search_space[n].choices) for n in names]

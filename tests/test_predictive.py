@@ -112,3 +112,28 @@ def test_a_dynamic_space_with_wide_thresholds_and_too_many_configurations_is_not
     measured, _ = run(space, figures, 12, sampler=sampler)
     assert not sampler._use_fallback and len({config_key(c) for c in measured}) == 12
     assert any(c["read"]["decisions"] != [0, 0, 0] for c in measured)
+
+
+def test_a_repeated_proposal_is_replaced_by_what_earlier_trials_leave_free_whatever_later_ones_took():
+    """Later trials (running in other processes by now, or not yet in a resumed study) do
+    not change an earlier trial's configuration: killed and resumed, a study proposes
+    what it proposes run straight through."""
+    from optuna.distributions import CategoricalDistribution
+    from optuna.trial import TrialState, create_trial
+
+    from autotuner._sampling import avoid_repeats
+
+    space = {"a": CategoricalDistribution([0, 1, 2]), "b": CategoricalDistribution([0, 1])}
+
+    def replaced(later: list[dict]) -> dict:
+        study = optuna.create_study(directions=["minimize", "minimize"])
+        study.add_trial(create_trial(params={"a": 0, "b": 0}, distributions=space, values=[0.0, 1.0]))
+        study.add_trial(create_trial(state=TrialState.RUNNING, params={"a": 1, "b": 1}, distributions=space))
+        for params in later:  # numbered from 2 on: the proposing trial (2) and those after it
+            study.add_trial(create_trial(state=TrialState.RUNNING, params=params, distributions=space))
+        return avoid_repeats(study, space, {"a": 0, "b": 0}, 2, [0, 2])
+
+    alone = replaced([])
+    assert alone not in ({"a": 0, "b": 0}, {"a": 1, "b": 1})  # no earlier trial's configuration
+    free = [{"a": a, "b": b} for a, b in itertools.product(range(3), range(2))]
+    assert all(replaced([p for p in free if p != keep]) == alone for keep in free)
