@@ -19,7 +19,7 @@ from examples.systems.program import SystemProgram
 from examples.systems.rag import bm25 as rag_bm25
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 
-N = 10
+N = 6
 
 
 def kept_program(tmp_path, name="kept_rag"):

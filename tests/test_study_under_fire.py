@@ -25,7 +25,7 @@ from bench.reliability_crash import finish, kill_group, start
 from tests import gate
 
 pytestmark = pytest.mark.slow
-RUNS, TRIALS = 3, 24
+RUNS, TRIALS = 2, 16
 SLOT = "APPROX_FIRE_SLOT"  # the gate folder of one run (each run has its own)
 URL = "APPROX_FIRE_URL"  # the study's storage, where a held cost call sees that its process runs a trial
 PATIENCE = 600  # seconds before the test gives up on a run that never reaches its gate (a working one does)
