@@ -13,7 +13,8 @@ transform_type has elsewhere (knob 0 changes nothing: exact):
   `component.fallback` returning the op's operand `input` passed through or the
   constant of `values`, shaped as the op's result (without either: None, a
   `pyobj.const unit` the program reads as "step skipped"); the parameter only
-  names the knob; later knobs of a skipped label have nothing left to rewrite;
+  names the knob; skips apply first, so the other knobs of a skipped label have
+  nothing left to rewrite;
 - `cascade` (parameter `model`): k in 1..V*T starts at the cheaper model
   values[(k-1) // T], keeps its answer when `component.confidence` >=
   thresholds[(k-1) % T], else asks the next one, ending at the op itself (an
@@ -170,7 +171,10 @@ def apply_decided(transform: TransformOp, anns: list[AnnotationComponentOp]) -> 
 def apply_all(module: ModuleOp) -> None:
     """Apply (static ones) and erase every component knob of `module`."""
     skipped: set[str] = set()
-    for ann in [op for op in module.ops if isinstance(op, AnnotationComponentOp)]:
+    anns = [op for op in module.ops if isinstance(op, AnnotationComponentOp)]
+    # skips first, wherever they stand in the module: the other knobs of a skipped label have nothing left to
+    # rewrite (a cascade applied before the skip would test the confidence of the skipped call's fallback)
+    for ann in sorted(anns, key=lambda a: a.transform_type.data != "task_skipping"):
         if ann.decided is None:
             apply(module, ann, skipped=skipped)
         ann.detach()
