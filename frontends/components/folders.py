@@ -3,6 +3,8 @@ for each folder, an environment setting over a default beside the repository."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 from pathlib import Path
 
@@ -19,3 +21,12 @@ def cache_dir() -> Path:
     """What is slow to build and kept between runs (corpus embeddings, the dequantised
     SmolLM2, the machine probe): APPROX_CACHE_DIR, default `<repo>/.cache/approx`."""
     return Path(os.environ.get("APPROX_CACHE_DIR", REPO / ".cache" / "approx"))
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path):
+    """Held by one process at a time: an exclusive lock on the file `path` (made if missing),
+    given back when the block ends or its holder dies (a kept build, the probe file)."""
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

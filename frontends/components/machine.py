@@ -17,7 +17,6 @@ instructions offers, shown on any machine.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -26,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from frontends.components.folders import cache_dir
+from frontends.components.folders import cache_dir, exclusive_lock
 
 # CPU flags (as /proc/cpuinfo names them) that decide which LLM precisions pay
 DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8",
@@ -107,14 +106,14 @@ def _probing(path: Path, what: str):
     """Held while this process probes knob `what`: a process needing the same probe waits
     and reads its figures (a run's workers, `make install`'s parallel steps) instead of
     measuring it again beside it. Without a writable cache dir, nothing is held."""
+    lock = path.parent / f"{path.stem}.{hashlib.sha256(what.encode()).hexdigest()[:16]}.lock"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        lock = open(path.parent / f"{path.stem}.{hashlib.sha256(what.encode()).hexdigest()[:16]}.lock", "a")
+        lock.touch()
     except OSError:
         yield
         return
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(lock):
         yield
 
 
@@ -124,8 +123,7 @@ def _remember(path: Path, key: str, figures: dict) -> None:
     keep each other's figures."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive_lock(path.with_suffix(".lock")):
             data = _read(path)
             data.setdefault(key, {}).update(figures)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")

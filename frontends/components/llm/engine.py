@@ -26,9 +26,7 @@ Needs the `engine` extra (`pip install -e .[engine]`: onnxruntime-genai, onnx-ir
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import fcntl
 import hashlib
 import json
 import os
@@ -44,7 +42,7 @@ import torch
 from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.folders import cache_dir
+from frontends.components.folders import cache_dir, exclusive_lock
 from frontends.components.hf_loading import quiet_loading
 
 ENV = "APPROX_LLM_ENGINE"  # an ENGINES name (the exact path of SmolLM2 through that engine build), or TORCH
@@ -163,15 +161,9 @@ def build_ort(model, tokenizer, precision: str, out: Path | None = None, threads
     return out
 
 
-@contextlib.contextmanager
 def build_lock(out: Path):
     """An exclusive lock beside the build folder `out` (given back when its holder dies)."""
-    with open(out.parent / f"{out.name}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return exclusive_lock(out.parent / f"{out.name}.lock")
 
 
 def _build_ort(model, tokenizer, precision: str, out: Path, threads: int) -> None:
