@@ -166,3 +166,24 @@ def test_a_probe_another_process_is_running_is_waited_for_not_measured_again():
     assert paying_values("m.precision", run_at(calls), ("half",), log=None) == ["half"]
     probing.join()
     assert calls == [] and first == [["half"]]
+
+
+def test_torch_runs_on_one_thread_while_a_cpu_probe_is_timed_and_gets_its_threads_back():
+    """The probe's clock sees the calling thread alone: torch on its other threads would look
+    faster than it is (an engine on one thread measured 0.83-1.06x eager torch on two, 1.4-1.5x on one)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen = []
+
+        def run(value):
+            seen.append(torch.get_num_threads())
+            sum(i * i for i in range(WORK[value]))
+
+        paying_values("m.precision", run, ("half",), log=None)
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
