@@ -149,6 +149,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rag-n-tune", type=int, default=40)
     ap.add_argument("--rag-trials", type=int, default=40)
     ap.add_argument("--rag-seconds", type=float, default=720)
+    ap.add_argument("--rag-tuning-qos", choices=("gold", "agreement"), default=None,
+                    help="reader RAG systems: the search's QoS (default: the system's, agreement: token F1 with the "
+                    "exact program's answers; gold: containment of the gold answers, as held out)")
     ap.add_argument("--tools-n-tune", type=int, default=80)
     ap.add_argument("--tools-trials", type=int, default=40)
     ap.add_argument("--tools-seconds", type=float, default=840)
@@ -214,7 +217,7 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     ablate = tuple(int(v) for v in args.ablate.split(",") if v.strip())
     rag = dict(n_tune=args.rag_n_tune, trials=args.rag_trials, seconds=args.rag_seconds, ablate_levels=ablate,
-               fresh=not args.resume, progress=args.progress)
+               fresh=not args.resume, progress=args.progress, tuning_qos=args.rag_tuning_qos)
     llm = dict(n_tune=args.llm_n_tune, n_eval=args.llm_n_eval, trials=args.llm_trials, seconds=args.llm_seconds,
                jobs=args.llm_jobs, fresh=not args.resume, progress=args.progress,
                eval_repeats=args.llm_eval_repeats,
