@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import time
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -109,6 +110,25 @@ class TrialSeeded(BaseSampler):
         pass
 
 
+SAMPLING_WAIT = 10.0  # seconds an earlier trial may take to get its configuration (a dead process's never does)
+
+
+def _pause() -> None:
+    time.sleep(0.01)
+
+
+def _wait_for_earlier_samplings(study, number: int) -> None:
+    """Until every earlier trial still being sampled (RUNNING, no configuration yet: another
+    process between creating and sampling it) has its configuration, or SAMPLING_WAIT has
+    passed: a proposal made while one had none could repeat it unseen, and the study would
+    then hold a repeat (a lost evaluation) or not, as the two processes happened to run."""
+    deadline = time.monotonic() + SAMPLING_WAIT
+    while time.monotonic() < deadline and any(
+            t.number < number and not t.params for t in study._storage.get_all_trials(
+                study._study_id, deepcopy=False, states=(TrialState.RUNNING,))):
+        _pause()
+
+
 def avoid_repeats(study, search_space: dict, params: dict, number: int, seed: list[int]) -> dict:
     """A proposal that repeats the configuration of an earlier trial (measured, running or
     interrupted) of an all-categorical space becomes a random configuration no earlier
@@ -118,11 +138,12 @@ def avoid_repeats(study, search_space: dict, params: dict, number: int, seed: li
             isinstance(d, optuna.distributions.CategoricalDistribution) for d in search_space.values()):
         return params
     names = sorted(search_space)
+    _wait_for_earlier_samplings(study, number)
     # the trials before this one only (interrupted ones too: they are re-run anyway): what later trials, running
     # in other processes by now or not, took must not change this proposal, or a study killed and resumed would
     # propose other configurations than the same study run straight through
-    taken = {tuple(t.params.get(n) for n in names) for t in study._get_trials(
-        deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING, TrialState.FAIL), use_cache=True)
+    taken = {tuple(t.params.get(n) for n in names) for t in study._storage.get_all_trials(
+        study._study_id, deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING, TrialState.FAIL))
         if t.number < number}
     if tuple(params[n] for n in names) not in taken:
         return params

@@ -137,3 +137,36 @@ def test_a_repeated_proposal_is_replaced_by_what_earlier_trials_leave_free_whate
     assert alone not in ({"a": 0, "b": 0}, {"a": 1, "b": 1})  # no earlier trial's configuration
     free = [{"a": a, "b": b} for a, b in itertools.product(range(3), range(2))]
     assert all(replaced([p for p in free if p != keep]) == alone for keep in free)
+
+
+def test_a_proposal_waits_for_an_earlier_trial_still_being_sampled_elsewhere(monkeypatch):
+    """An earlier trial another process has created but not sampled yet has no configuration:
+    the proposal waits for it and then avoids it, instead of repeating it unseen (a lost
+    evaluation in one run, not in another: the flake of the shared-study fire test)."""
+    import threading
+
+    from optuna.distributions import CategoricalDistribution
+
+    from autotuner import _sampling
+
+    space = {"a": CategoricalDistribution([0, 1, 2]), "b": CategoricalDistribution([0, 1])}
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    earlier = study.ask()  # RUNNING, no configuration yet
+    waiting, given = threading.Event(), threading.Event()
+
+    def pause():
+        waiting.set()
+        given.wait(timeout=60)
+
+    monkeypatch.setattr(_sampling, "_pause", pause, raising=False)
+    proposed = []
+    worker = threading.Thread(target=lambda: proposed.append(
+        _sampling.avoid_repeats(study, space, {"a": 0, "b": 0}, earlier.number + 1, [0, 1])))
+    worker.start()
+    while not (waiting.is_set() or proposed):
+        worker.join(timeout=0.05)
+    for name in space:  # the other process's sampler gives it the configuration proposed here
+        study._storage.set_trial_param(earlier._trial_id, name, space[name].to_internal_repr(0), space[name])
+    given.set()
+    worker.join(timeout=60)
+    assert proposed and proposed[0] != {"a": 0, "b": 0}
