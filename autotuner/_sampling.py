@@ -117,15 +117,19 @@ def _pause() -> None:
     time.sleep(0.01)
 
 
-def _wait_for_earlier_samplings(study, number: int) -> None:
-    """Until every earlier trial still being sampled (RUNNING, no configuration yet: another
-    process between creating and sampling it) has its configuration, or SAMPLING_WAIT has
-    passed: a proposal made while one had none could repeat it unseen, and the study would
-    then hold a repeat (a lost evaluation) or not, as the two processes happened to run."""
+def _trials_before(study, number: int) -> list[FrozenTrial]:
+    """The trials before trial `number` (measured, running or interrupted), read once none of
+    them is still being sampled (RUNNING with no configuration yet: another process between
+    creating and sampling it), or SAMPLING_WAIT has passed: a proposal made while one had none
+    could repeat it unseen, and the study would then hold a repeat (a lost evaluation) or
+    not, as the two processes happened to run."""
     deadline = time.monotonic() + SAMPLING_WAIT
-    while time.monotonic() < deadline and any(
-            t.number < number and not t.params for t in study._storage.get_all_trials(
-                study._study_id, deepcopy=False, states=(TrialState.RUNNING,))):
+    while True:
+        trials = [t for t in study._storage.get_all_trials(
+            study._study_id, deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING, TrialState.FAIL))
+            if t.number < number]
+        if time.monotonic() >= deadline or all(t.params or t.state != TrialState.RUNNING for t in trials):
+            return trials
         _pause()
 
 
@@ -138,13 +142,10 @@ def avoid_repeats(study, search_space: dict, params: dict, number: int, seed: li
             isinstance(d, optuna.distributions.CategoricalDistribution) for d in search_space.values()):
         return params
     names = sorted(search_space)
-    _wait_for_earlier_samplings(study, number)
     # the trials before this one only (interrupted ones too: they are re-run anyway): what later trials, running
     # in other processes by now or not, took must not change this proposal, or a study killed and resumed would
     # propose other configurations than the same study run straight through
-    taken = {tuple(t.params.get(n) for n in names) for t in study._storage.get_all_trials(
-        study._study_id, deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING, TrialState.FAIL))
-        if t.number < number}
+    taken = {tuple(t.params.get(n) for n in names) for t in _trials_before(study, number)}
     if tuple(params[n] for n in names) not in taken:
         return params
     sizes = [len(search_space[n].choices) for n in names]
