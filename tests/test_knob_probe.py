@@ -71,6 +71,20 @@ def test_a_hopeless_warm_up_yielding_its_outputs_stops_at_the_input_that_tells()
     assert len(lines) == 1 and "hopeless left out on this machine" in lines[0]
 
 
+def test_a_slow_build_is_not_counted_against_a_value_that_runs_fast():
+    """An engine's int8 model takes longer to build than the exact value's warm-up runs (a
+    short prompt: 0.11x, left out as hopeless though it runs faster); the build is made once,
+    untimed, before the value's warm-up."""
+    calls, built = [], []
+
+    def build(value):
+        built.append(value)
+        run_at([])("hopeless")  # 10x the exact work
+
+    assert paying_values("m.precision", run_at(calls), ("half",), log=None, build=build) == ["half"]
+    assert built == ["half"] and calls.count("half") == 3
+
+
 def test_a_new_candidate_is_measured_alone():
     paying_values("m.precision", run_at([]), ("half",), log=None)
     calls = []

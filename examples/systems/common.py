@@ -142,17 +142,20 @@ def exact_engine() -> str | None:
         return _EXACT[key]
     probe, models = rag_probe(), {}
 
-    def run_at(value):  # the probe's answers at `value` (None: eager torch); models load once, only to measure
+    def model_at(value):  # eager torch (None) or the engine `value`; models load once, only to measure
         if None not in models:
             from frontends.components.llm.smollm import SmolLM2
 
             models[None] = SmolLM2.load(SMOLLM_ADAPTER, device=where)
         if value not in models:
             models[value] = through_engine(models[None], value)
-        return probe_answers(models[value], probe, PROBE_TOKENS)
+        return models[value]
+
+    def run_at(value):  # the probe's answers at `value`
+        return probe_answers(model_at(value), probe, PROBE_TOKENS)
 
     paying = paying_values("smollm2.exact_path", run_at, [EXACT], min_gain=EXACT_MIN_GAIN, min_same=1.0,
-                           device=where, log=probe_log("; the exact path stays eager torch"))
+                           device=where, log=probe_log("; the exact path stays eager torch"), build=model_at)
     _EXACT[key] = EXACT if paying else None
     return _EXACT[key]
 
@@ -188,8 +191,8 @@ def paying_precisions(model, probe, max_new_tokens: int) -> list[str]:
     its op that builds no variant of one runs its own precision), that answer `probe`
     ((question, contexts) pairs) faster than float32 on this machine and as float32 does
     on most of it (`machine.paying_values`: paired, probed once, cached per machine under
-    the model's `probe_name`; its answers one by one, so a hopeless value's warm-up stops
-    early). A value left out says why in
+    the model's `probe_name`; each value's build untimed, its answers one by one, so a
+    hopeless value's warm-up stops early). A value left out says why in
     one line, in the process that started the run (a worker process builds the system
     again: that one has said it already)."""
     from frontends.components.machine import paying_values
@@ -199,7 +202,8 @@ def paying_precisions(model, probe, max_new_tokens: int) -> list[str]:
 
     log = probe_log()
     what = f"{getattr(model, 'probe_name', model.name)}.precision"  # an engine-backed model's figures are its own
-    return paying_values(what, run_at, precision_candidates(model, what, log), device=device(), log=log)
+    return paying_values(what, run_at, precision_candidates(model, what, log), device=device(), log=log,
+                         build=model.with_precision)
 
 
 def precision_candidates(model, what: str, log=None) -> list[str]:

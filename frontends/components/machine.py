@@ -33,7 +33,7 @@ DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_v
 FP16_FLAGS = ("avx512_fp16", "amx_fp16")  # float16 arithmetic; without, torch converts (0.04-0.23x float32, EPYC)
 MIN_GAIN = 1.15  # a value pays when the probe runs at least this much faster than the exact one
 MIN_SAME = 0.5  # ... and gives the exact output on at least this share of the probe's inputs
-HOPELESS = 0.25  # a value whose first run (its build included) is 4x slower than the exact one is not timed again
+HOPELESS = 0.25  # a value whose first run is 4x slower than the exact one is not timed again
 PROBE_FILE = "knob_probe.json"
 LEAVE_OUT_ENV = "APPROX_LEAVE_OUT"
 
@@ -60,13 +60,13 @@ def cpu_has(flags: Sequence[str]) -> bool:
 
 def machine_key(device: str = "cpu") -> str:
     """What decides a probe's figures: the CPU, its decisive instructions, torch's
-    version (on one thread, as `measure_speedups` runs it), and the GPU when the model
-    runs on one."""
+    version (on one thread, as `measure_speedups` runs it, with builds untimed), and the
+    GPU when the model runs on one."""
     import torch
 
     model, flags = cpu_model_and_flags()
     key = f"{model} [{' '.join(flags)}] torch {torch.__version__}"
-    return f"{torch.cuda.get_device_name(device)} ({key})" if device.startswith("cuda") else f"{key}, one thread"
+    return f"{torch.cuda.get_device_name(device)} ({key})" if device.startswith("cuda") else f"{key}, one thread, builds untimed"
 
 
 def _clock(device: str) -> Callable[[], float]:
@@ -162,27 +162,31 @@ def left_out() -> frozenset[str]:
 
 
 def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
-                     rounds: int = 2, device: str = "cpu") -> tuple[dict, dict]:
+                     rounds: int = 2, device: str = "cpu",
+                     build: Callable[[str], object] | None = None) -> tuple[dict, dict]:
     """({value: exact time / time at value}, {value: share of its outputs equal to the
     exact value's}): `run_at(None)` (exact) and `run_at(value)` timed side by side
     (`_clock`) in `rounds` rounds, each timing the exact value once and every value after
     it, the next in reverse order; the best of `rounds` each (one warm-up run of each
-    first: it builds the value's variant, and its outputs, a sequence, are compared; none:
-    all equal). A value whose warm-up, its build included, took over 1 / HOPELESS times the
-    exact warm-up's time is not timed again: its warm-up ratio stands (float16 on a CPU
+    first, its outputs, a sequence, compared; none: all equal). `build(value)`, where
+    given, makes the value's variant before its warm-up, untimed: a build is made once and
+    cached (an engine's int8 model: 20 s), not a cost of each run. A value whose warm-up took
+    over 1 / HOPELESS times the exact warm-up's time is not timed again: its warm-up ratio stands (float16 on a CPU
     without fp16 units: 0.13x, minutes of a fresh machine's probe); where `run_at` yields
     its outputs one by one, such a warm-up stops at the input where it passes that time
     (its ratio and its share of equal outputs then come from the inputs it ran). On the
     CPU torch runs on one thread meanwhile (`_on_the_clocks_thread`)."""
     with _on_the_clocks_thread(device):
-        return _measure(run_at, candidates, rounds, device)
+        return _measure(run_at, candidates, rounds, device, build)
 
 
-def _measure(run_at, candidates, rounds, device) -> tuple[dict, dict]:
+def _measure(run_at, candidates, rounds, device, build) -> tuple[dict, dict]:
     clock = _clock(device)
     outputs: dict[str | None, list] = {}
     warm: dict[str | None, float] = {}
     for v in (None, *candidates):
+        if v is not None and build is not None:
+            build(v)
         t0, outs = clock(), []
         for out in run_at(v) or ():
             outs.append(out)
@@ -210,14 +214,15 @@ def _measure(run_at, candidates, rounds, device) -> tuple[dict, dict]:
 
 def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
                   min_gain: float = MIN_GAIN, log: Callable[[str], None] | None = print,
-                  refresh: bool = False, min_same: float = MIN_SAME, device: str = "cpu") -> list[str]:
+                  refresh: bool = False, min_same: float = MIN_SAME, device: str = "cpu",
+                  build: Callable[[str], object] | None = None) -> list[str]:
     """The `candidates` of knob `what` (e.g. "smollm2.precision") that run at least
     `min_gain` times faster than the exact value on this machine and give the exact
     value's output on at least `min_same` of the probe's inputs (`run_at` returns
     its outputs, one per input): measured by `measure_speedups` on the first call,
     then read from the cache. `log` gets one line per value left out, saying why.
-    `device`: where the model runs. Values named by APPROX_LEAVE_OUT are left out
-    unmeasured."""
+    `device`: where the model runs; `build`: makes a value's variant, untimed, before
+    it is measured. Values named by APPROX_LEAVE_OUT are left out unmeasured."""
     path, key = _probe_path(), machine_key(device)
     skip = left_out()
     if log is not None:
@@ -230,7 +235,7 @@ def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], ca
         with _probing(path, what):  # another process probing this knob now: its figures, once it ends
             known, agree, todo = _cached(path, key, what, candidates, refresh)
             if todo:
-                speedups, same = measure_speedups(run_at, todo, device=device)
+                speedups, same = measure_speedups(run_at, todo, device=device, build=build)
                 known, agree = {**known, **speedups}, {**agree, **same}
                 _remember(path, key, {what: known, f"{what} same": agree})
     keep = [v for v in candidates if known[v] >= min_gain and agree[v] >= min_same]
