@@ -66,7 +66,9 @@ def machine_key(device: str = "cpu") -> str:
 
     model, flags = cpu_model_and_flags()
     key = f"{model} [{' '.join(flags)}] torch {torch.__version__}"
-    return f"{torch.cuda.get_device_name(device)} ({key})" if device.startswith("cuda") else f"{key}, one thread, builds untimed"
+    if device.startswith("cuda"):
+        return f"{torch.cuda.get_device_name(device)} ({key})"
+    return f"{key}, one thread, builds untimed"
 
 
 def _clock(device: str) -> Callable[[], float]:
