@@ -213,16 +213,75 @@ def record_rag() -> Landscape:
                      {}, table)
 
 
-RECORDERS = {"dots": record_dots, "ladder": record_ladder, "rag_bm25": record_rag}
+# ---------------------------------------------------------------- rag_bm25_llm (SmolLM2 answers)
+
+# the reduced space of the LLM system: precision x passages x answer tokens x layers x one prompt cut
+RAG_LLM_KNOBS = {"answer.precision": None, "answer.passages": None, "answer.max_new_tokens": None,
+                 "answer.layers": None, "prompt": [0, 1]}
+RAG_LLM_QUESTIONS = 16
+
+
+def _rag_llm_space():
+    from examples.systems.registry import SYSTEMS
+
+    program = SYSTEMS["rag_bm25_llm"].build()
+    fix = {s.name: 0 for s in program.knobs() if s.name not in RAG_LLM_KNOBS}
+    narrow = {k: v for k, v in RAG_LLM_KNOBS.items() if v is not None}
+    return program, SearchSpace.from_program(program, "static").narrow(narrow).fix(fix), narrow, fix
+
+
+def _measure_rag_llm_slice(keys: list[str]) -> dict[str, tuple[float, float]]:
+    """One worker process: the configurations `keys` of the reduced space, each timed
+    paired with the exact program on the tuning questions (thread CPU time)."""
+    from autotuner import Measurer
+    from examples.systems.common import question_sets
+    from examples.systems.registry import SYSTEMS
+
+    program, space, _, _ = _rag_llm_space()
+    (questions, answers), _ = question_sets(RAG_LLM_QUESTIONS, 0)
+    metric = SYSTEMS["rag_bm25_llm"].resolve(SYSTEMS["rag_bm25_llm"].metric)
+    m = Measurer(program, questions, answers, metric, repeats=1, clock="cpu")
+    out = {}
+    for key in keys:
+        config = json.loads(key)
+        got = m.measure(program.build(config), config)
+        out[key] = (got.qos_loss, got.speedup)
+        print(f"  {len(out)}/{len(keys)} {key}: loss {got.qos_loss:.3f}, {got.speedup:.2f}x", file=sys.stderr,
+              flush=True)
+    return out
+
+
+def record_rag_llm(jobs: int = 1) -> Landscape:
+    """Every configuration of the reduced space, shared among `jobs` worker processes
+    (each times its own configurations paired with the exact program: a machine with many
+    cores records it in minutes)."""
+    import multiprocessing
+
+    program, space, narrow, fix = _rag_llm_space()
+    keys = [config_key(c) for c in configurations(space)]
+    print(f"rag_bm25_llm: {len(keys)} configurations, {RAG_LLM_QUESTIONS} questions, {jobs} processes",
+          file=sys.stderr, flush=True)
+    slices = [keys[i::jobs] for i in range(jobs)]
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        table = {k: v for part in pool.map(_measure_rag_llm_slice, slices) for k, v in part.items()}
+    return Landscape("rag_bm25_llm", f"RAG-BM25-LLM (examples/systems/rag/bm25.py, SmolLM2 answers) on "
+                     f"{RAG_LLM_QUESTIONS} SQuAD tuning questions: precision, passages, answer tokens, layers, "
+                     "one prompt cut (other knobs exact); QoS = gold answer containment", 0.06, "static",
+                     program.knobs(), narrow, fix, {}, table)
+
+
+RECORDERS = {"dots": record_dots, "ladder": record_ladder, "rag_bm25": record_rag, "rag_bm25_llm": record_rag_llm}
 
 
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["record"])
     ap.add_argument("name", choices=list(RECORDERS), help="the landscape to measure and rewrite")
-    name = ap.parse_args(argv).name
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (rag_bm25_llm)")
+    args = ap.parse_args(argv)
+    name = args.name
     t0 = time.perf_counter()
-    land = RECORDERS[name]()
+    land = RECORDERS[name](args.jobs) if name == "rag_bm25_llm" else RECORDERS[name]()
     DIR.mkdir(exist_ok=True)
     (DIR / f"{land.name}.json").write_text(land.to_json())
     print(f"{land.name}: {len(land.table)} configurations recorded in {time.perf_counter() - t0:.0f} s "
