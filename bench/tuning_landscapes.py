@@ -14,6 +14,11 @@ real measurements, and 10 seeds of each run in seconds).
   sentences per passage (3), precision (2), answer tokens (3) = 216 configurations,
   each measured once (a pass over the questions takes seconds).
 
+- `rag_bm25_llm`: the reference front of RAG-BM25-LLM, the SmolLM2 answers' reduced space:
+  precision (2 where the machine offers two), passages (3), answer tokens (3), layers (3),
+  one prompt cut (2) = 108 configurations on 16 tuning questions, gold containment, each
+  timed paired with the exact program (`--jobs 16` on the device machine's cores: 11 min).
+
 `python bench/tuning_landscapes.py record NAME` measures one landscape (minutes)
 and rewrites its file; nothing else in the benchmark re-measures.
 """
@@ -39,7 +44,7 @@ from bench.dots_kernel import DOT_BODY  # noqa: E402
 from passes.knobs import KnobSpec  # noqa: E402
 
 DIR = Path(__file__).resolve().parent / "landscapes"
-NAMES = ("dots", "ladder", "rag_bm25")
+NAMES = ("dots", "ladder", "rag_bm25", "rag_bm25_llm")
 
 
 @dataclasses.dataclass

@@ -149,6 +149,20 @@ def test_default_sampler_finds_the_recorded_dots_front_within_a_tenth_of_the_spa
     assert hypervolume(order, land.budget) >= 0.95 * hypervolume(list(land.table.values()), land.budget)
 
 
+def test_default_sampler_finds_the_recorded_llm_front_in_20_of_its_108_configurations():
+    """The RAG-BM25-LLM reference landscape (SmolLM2's precision, passages, answer tokens,
+    layers and a prompt cut, every configuration measured on the device's cores): the
+    tuner's search finds its whole front within 6 % in 20 evaluations."""
+    from bench.tuning_bench import replay
+    from bench.tuning_landscapes import Landscape
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    land = Landscape.load("rag_bm25_llm")
+    order = replay(land, DEFAULT_SAMPLER, 0, 20)
+    assert len(order) == 20  # 20 evaluations, none a repeat
+    assert hypervolume(order, land.budget) >= 0.95 * hypervolume(list(land.table.values()), land.budget)
+
+
 def test_report_shows_the_hypervolume_over_evaluations(tmp_path):
     from autotuner.report import write_report
     from autotuner.results import TuningResult
