@@ -15,32 +15,47 @@ from autotuner.results import FrontPoint
 MAX_TIMING_ROUNDS = 5  # front timing: rounds of timing the untimed points of the front
 
 
-def time_front(study, timer: Measurer, program, budget: float, say=None) -> int:
+def time_front(study, timer: Measurer, program, budget: float, say=None, levels=None) -> int:
     """Time the front's points paired (their speedups were modelled), as the figures
     they are ranked by from then on (`TIMED` study attrs, kept across a resume); a
     point timed slower than modelled may leave the front and uncover another, so
-    this goes on until the front is timed. Returns the number of points timed."""
-    from autotuner.workers import build
-
+    this goes on until the front is timed (MAX_TIMING_ROUNDS rounds at most). With
+    `levels`, then the points the levels report (`chosen_at`) until each is timed: a
+    level is never chosen on a modelled figure (the cost model's speedup of a dynamic
+    point can rank it above a timed static point that is faster)."""
     timed = 0
     for _ in range(MAX_TIMING_ROUNDS):
         todo = [r for r in front(records(study), budget) if not r.attrs.get("timed")]
         if not todo:
             break
-        for r in todo:
-            if all(is_exact(v) for v in r.config.values()):  # the exact program: not timed against itself
-                figures = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0,
-                           "seconds": timer.exact_seconds(), "exact_seconds": timer.exact_seconds()}
-            else:
-                try:
-                    figures = timer.timed_figures(build(program, r.config))
-                except ApproxError as err:  # it ran untimed: a failure now is the machine's, not the point's
-                    figures = {"speedup": 0.0, "error": err.line()}
-                timed += 1
-                if say:
-                    say(f"timed front point {r.number}: {figures['speedup']:.2f}x (modelled {r.speedup:.2f}x)")
-            study.set_user_attr(f"{TIMED}{r.number}", figures)
+        timed += sum(_time_point(study, timer, program, r, say) for r in todo)
+    while levels:
+        fr = front(records(study), budget)
+        todo = [r for r in fr if r.number in chosen_at(fr, levels) and not r.attrs.get("timed")]
+        if not todo:
+            break
+        timed += sum(_time_point(study, timer, program, r, say) for r in todo)
     return timed
+
+
+def _time_point(study, timer: Measurer, program, r, say) -> int:
+    """Time one front point paired into its `TIMED` study attr; 1 where it ran (the exact
+    program is not timed against itself: 0)."""
+    from autotuner.workers import build
+
+    exact = all(is_exact(v) for v in r.config.values())
+    if exact:
+        figures = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0,
+                   "seconds": timer.exact_seconds(), "exact_seconds": timer.exact_seconds()}
+    else:
+        try:
+            figures = timer.timed_figures(build(program, r.config))
+        except ApproxError as err:  # it ran untimed: a failure now is the machine's, not the point's
+            figures = {"speedup": 0.0, "error": err.line()}
+        if say:
+            say(f"timed front point {r.number}: {figures['speedup']:.2f}x (modelled {r.speedup:.2f}x)")
+    study.set_user_attr(f"{TIMED}{r.number}", figures)
+    return 0 if exact else 1
 
 
 def chosen_at(fr: list, levels) -> set[int]:

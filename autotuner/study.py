@@ -303,7 +303,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                 run_workers(job, jobs, study, m, progress, tune_m)
                 if timing == "model":
                     tune_m = tune_m or _tuning_measurer(program, tune_in, tune_ref, metric, cost)
-                    time_front(study, tune_m, program, float(budget), say)
+                    time_front(study, tune_m, program, float(budget), say, held_out.levels)
             finally:
                 study.set_user_attr("tuning_seconds",
                                     study.user_attrs.get("tuning_seconds", 0.0) + time.perf_counter() - t0)
