@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # RAG-BM25 with SmolLM2 answering end to end at a small size: compile, tune, evaluate held out, report under
-# reports/ (examples/demo.py; about 3 minutes on 2 cores), SmolLM2's exact path through the CPU engine;
+# reports/ (examples/demo.py; 4-8 minutes on 2 cores), SmolLM2's exact path through the CPU engine;
 # `make demo SYSTEM=rag_bm25`: the MiniLM readers, larger;
 # the compiler-only demo is `$(PY) -m approx_opt.demo`
 demo:
