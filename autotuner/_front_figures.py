@@ -25,17 +25,21 @@ def time_front(study, timer: Measurer, program, budget: float, say=None, levels=
     point can rank it above a timed static point that is faster)."""
     timed = 0
     for _ in range(MAX_TIMING_ROUNDS):
-        todo = [r for r in front(records(study), budget) if not r.attrs.get("timed")]
+        todo = _untimed(study, budget)
         if not todo:
             break
         timed += sum(_time_point(study, timer, program, r, say) for r in todo)
-    while levels:
-        fr = front(records(study), budget)
-        todo = [r for r in fr if r.number in chosen_at(fr, levels) and not r.attrs.get("timed")]
-        if not todo:
-            break
+    while levels and (todo := _untimed(study, budget, levels)):  # each pass times one point at least
         timed += sum(_time_point(study, timer, program, r, say) for r in todo)
     return timed
+
+
+def _untimed(study, budget: float, levels=None) -> list:
+    """The front's points whose speedups are still modelled; with `levels`, only those
+    the levels report (`chosen_at`)."""
+    fr = front(records(study), budget)
+    reported = chosen_at(fr, levels) if levels else {r.number for r in fr}
+    return [r for r in fr if r.number in reported and not r.attrs.get("timed")]
 
 
 def _time_point(study, timer: Measurer, program, r, say) -> int:

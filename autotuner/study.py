@@ -49,6 +49,7 @@ from autotuner.explain import importances
 from autotuner.loading import as_program
 from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.metrics import get_metric
+from autotuner.report_summary import LEVELS
 from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, TrialPoint, TuningResult
 from autotuner.settings import Cost, HeldOut, Search, Storage
 from autotuner.sharded import ShardedEvaluation
@@ -303,7 +304,9 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                 run_workers(job, jobs, study, m, progress, tune_m)
                 if timing == "model":
                     tune_m = tune_m or _tuning_measurer(program, tune_in, tune_ref, metric, cost)
-                    time_front(study, tune_m, program, float(budget), say, held_out.levels)
+                    # the levels the held-out figures (or else the report) choose at: none on a modelled speedup
+                    time_front(study, tune_m, program, float(budget), say,
+                               LEVELS if held_out.levels is None else held_out.levels)
             finally:
                 study.set_user_attr("tuning_seconds",
                                     study.user_attrs.get("tuning_seconds", 0.0) + time.perf_counter() - t0)
