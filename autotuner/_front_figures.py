@@ -5,6 +5,8 @@ measures only the points left."""
 
 from __future__ import annotations
 
+import time
+
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import offered
 from autotuner._records import TIMED, front, records
@@ -15,21 +17,29 @@ from autotuner.results import FrontPoint
 MAX_TIMING_ROUNDS = 5  # front timing: rounds of timing the untimed points of the front
 
 
-def time_front(study, timer: Measurer, program, budget: float, say=None, levels=None) -> int:
+def time_front(study, timer: Measurer, program, budget: float, say=None, levels=None, deadline=None) -> int:
     """Time the front's points paired (their speedups were modelled), as the figures
-    they are ranked by from then on (`TIMED` study attrs, kept across a resume); a
-    point timed slower than modelled may leave the front and uncover another, so
-    this goes on until the front is timed (MAX_TIMING_ROUNDS rounds at most). With
-    `levels`, then the points the levels report (`chosen_at`) until each is timed: a
+    they are ranked by from then on (`TIMED` study attrs, kept across a resume). With
+    `levels`, first the points the levels report (`chosen_at`) until each is timed: a
     level is never chosen on a modelled figure (the cost model's speedup of a dynamic
-    point can rank it above a timed static point that is faster)."""
+    point can rank it above a timed static point that is faster). Then the rest of the
+    front, while time is left before `deadline` (the search's; None: no limit): a point
+    timed slower than modelled may leave the front and uncover another, so this goes on
+    until the front is timed (MAX_TIMING_ROUNDS rounds at most). A costly program's
+    front can hold many points at tens of seconds each: those no level reports keep
+    their modelled figures (the report says so) once the search's time is spent."""
     timed = 0
+    while levels and (todo := _untimed(study, budget, levels)):  # each pass times one point at least
+        timed += sum(_time_point(study, timer, program, r, say) for r in todo)
     for _ in range(MAX_TIMING_ROUNDS):
         todo = _untimed(study, budget)
-        if not todo:
+        if not todo or (deadline is not None and time.time() >= deadline):
             break
-        timed += sum(_time_point(study, timer, program, r, say) for r in todo)
-    while levels and (todo := _untimed(study, budget, levels)):  # each pass times one point at least
+        for r in todo:
+            if deadline is not None and time.time() >= deadline:
+                break
+            timed += _time_point(study, timer, program, r, say)
+    while levels and (todo := _untimed(study, budget, levels)):  # a point timed slower may have moved a level
         timed += sum(_time_point(study, timer, program, r, say) for r in todo)
     return timed
 
@@ -91,6 +101,7 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
                        trial=r.number, money_tune=r.attrs.get("money"))
         if "speedup_low" in r.attrs:
             p.speedup_tune_ci = [r.attrs["speedup_low"], r.attrs["speedup_high"]]
+        p.speedup_tune_modelled = bool(r.attrs.get("modelled")) and not r.attrs.get("timed")
         p.ir = transformed_ir(program, r.config)
         points.append(p)
         if eval_m is None or r.number not in replayed:

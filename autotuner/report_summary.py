@@ -196,13 +196,18 @@ def front_section(result) -> list[Section]:
     if not result.front:
         return []
     rows = [[str(i + 1), p.mode, fmt_loss(p.qos_loss_tune),
-             fmt_speedup(_num(p.speedup_tune), getattr(p, "speedup_tune_ci", None)),
+             fmt_speedup(_num(p.speedup_tune), getattr(p, "speedup_tune_ci", None))
+             + (" (modelled)" if getattr(p, "speedup_tune_modelled", False) else ""),
              fmt_loss(p.qos_loss_eval, getattr(p, "qos_loss_eval_ci", None)),
              fmt_speedup(_num(p.speedup_eval), getattr(p, "speedup_eval_ci", None)), fmt_gap(p)]
             for i, p in enumerate(result.front)]
+    modelled = any(getattr(p, "speedup_tune_modelled", False) for p in result.front)
     return [Section("Front: tuning and held-out figures",
                     "Each front point on the tuning inputs and re-measured on the held-out inputs; the last column "
-                    "is how much the held-out speedup differs from the tuning one.",
+                    "is how much the held-out speedup differs from the tuning one."
+                    + (" A tuning speedup marked (modelled) is the cost model's, from the kept calls' times: no "
+                       "level reports that point, and the search's time was spent before it was timed paired."
+                       if modelled else ""),
                     ["#", "mode", "QoS loss (tuning)", "speedup (tuning)", "QoS loss (held-out)",
                      "speedup (held-out)", "held-out vs tuning speedup"], rows)]
 
@@ -301,6 +306,7 @@ def front_json(result) -> dict:
                 "qos_loss_eval": _num(p.qos_loss_eval),
                 "speedup_eval": _num(p.speedup_eval),
                 "speedup_tune_ci": _interval(getattr(p, "speedup_tune_ci", None)),
+                "speedup_tune_modelled": bool(getattr(p, "speedup_tune_modelled", False)),
                 "speedup_eval_ci": _interval(getattr(p, "speedup_eval_ci", None)),
                 "qos_loss_eval_ci": _interval(getattr(p, "qos_loss_eval_ci", None)),
             }

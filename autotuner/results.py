@@ -48,6 +48,7 @@ class FrontPoint:
     speedup_tune_ci: list[float] | None = None  # 95 % interval [low, high] of the paired speedup
     speedup_eval_ci: list[float] | None = None
     qos_loss_eval_ci: list[float] | None = None  # 95 % bootstrap interval over the held-out inputs
+    speedup_tune_modelled: bool = False  # the tuning speedup is the cost model's: not timed (no level reports it)
 
 
 @dataclass

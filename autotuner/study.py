@@ -306,7 +306,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                     tune_m = tune_m or _tuning_measurer(program, tune_in, tune_ref, metric, cost)
                     # the levels the held-out figures (or else the report) choose at: none on a modelled speedup
                     time_front(study, tune_m, program, float(budget), say,
-                               LEVELS if held_out.levels is None else held_out.levels)
+                               LEVELS if held_out.levels is None else held_out.levels, job.deadline)
             finally:
                 study.set_user_attr("tuning_seconds",
                                     study.user_attrs.get("tuning_seconds", 0.0) + time.perf_counter() - t0)

@@ -57,3 +57,25 @@ def test_without_levels_the_rounds_bound_the_timing(study, monkeypatch):
     assert len(timer.timed) == 2
     fr = front(records(study), 0.06)
     assert not fr[0].attrs.get("timed")  # what the fix above is for: an untimed point would be chosen
+
+
+def test_once_the_search_time_is_spent_only_the_points_a_level_reports_are_timed(monkeypatch):
+    """A front of four points at losses 0-9 %: with the deadline passed, the 3 % level's
+    point is timed and the other three keep their modelled figures, which the report marks."""
+    from autotuner._front_figures import eval_front
+
+    monkeypatch.setattr("autotuner.workers.build", lambda program, config: config)
+    monkeypatch.setattr(_front_figures, "transformed_ir", lambda program, config: None)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    s = optuna.create_study(directions=["minimize", "maximize"])
+    for v, (loss, speed) in enumerate([(0.0, 1.5), (0.02, 2.0), (0.05, 3.0), (0.09, 4.0)], start=1):
+        s.add_trial(optuna.trial.create_trial(values=[loss, speed], user_attrs={"config": {"k": {"knob_val": v}},
+                                                                             "modelled": True}))
+    timer = HalvingTimer({1: 3.0, 2: 4.0, 3: 6.0, 4: 8.0})  # timed as modelled
+    assert time_front(s, timer, None, 0.1, levels=[0.03], deadline=0.0) == 1
+    assert timer.timed == [2]
+    points = eval_front(s, front(records(s), 0.1), None, None, "static", [])
+    assert [p.speedup_tune_modelled for p in points] == [True, False, True, True]
+
+    time_front(s, timer, None, 0.1, levels=[0.03])  # no deadline: the whole front
+    assert not any(p.speedup_tune_modelled for p in eval_front(s, front(records(s), 0.1), None, None, "static", []))
