@@ -25,6 +25,9 @@ from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixtu
 
 CANDIDATES = 12  # items of each split looked at for one the exact BFCL agent gets right
 STEP = 69  # a RAG system's corpus: every STEP-th SQuAD paragraph
+# per BFCL system, the (tuning, held-out) item its exact program got right here (the scan's first hit):
+# tried first, the other candidates after it where another machine answers it otherwise
+LOOK_FIRST = {"agent_llm": (1, 1), "tools_llm": (6, 1)}
 BUILT: dict = {}  # name -> Program: each system is built once for both tests
 
 
@@ -48,11 +51,15 @@ def first_of_each_split(name: str):
 
 def right_of_each_split(name: str):
     """As `first_of_each_split`, the first of CANDIDATES the exact program gets right
-    (against the gold calls a split the exact agent scores 0 on defines no QoS loss)."""
+    (against the gold calls a split the exact agent scores 0 on defines no QoS loss);
+    the item LOOK_FIRST names is tried first (each exact call costs seconds)."""
     exact, score = built(name).exact(), SYSTEMS[name].score
     chosen = []
-    for inputs, references in SYSTEMS[name].splits(CANDIDATES, 0, CANDIDATES):
-        right = next(((x, ref) for x, ref in zip(inputs, references) if score(exact(x), ref) == 1.0), None)
+    for k, (inputs, references) in enumerate(SYSTEMS[name].splits(CANDIDATES, 0, CANDIDATES)):
+        first = LOOK_FIRST.get(name, (0, 0))[k]
+        order = [first] + [i for i in range(len(inputs)) if i != first]
+        right = next(((inputs[i], references[i]) for i in order if score(exact(inputs[i]), references[i]) == 1.0),
+                     None)
         assert right, f"{name}: the exact program answers none of {CANDIDATES} inputs right"
         chosen.append(([right[0]], [right[1]]))
     return chosen
