@@ -175,10 +175,14 @@ def detail_lines(name: str, row: dict, d: dict, top_machine: str) -> list[str]:
         gap = (f"{100 * (p['speedup_eval'] / p['speedup_tune'] - 1):+.0f} %"
                if p.get("speedup_eval") and p.get("speedup_tune") else "-")
         lines.append(f"| {p['mode']} | {loss(p.get('qos_loss_tune'))} | "
-                     f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})} | "
+                     f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})}"
+                     f"{' (modelled)' if p.get('speedup_tune_modelled') else ''} | "
                      f"{_loss({'qos_loss': p.get('qos_loss_eval'), 'qos_loss_ci': p.get('qos_loss_eval_ci')})} | "
                      f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
                      f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
+    if any(p.get("speedup_tune_modelled") for p in front):
+        lines.append("- a tuning speedup marked (modelled) is the cost model's, from the kept calls' times: no level "
+                     "reports that point, and the search's time was spent before it was timed paired")
     for a in d.get("ablations") or []:
         rows = ", ".join(f"{r['knob']} {100 * r['speedup_share']:.0f} %" for r in a["rows"]
                          if r.get("speedup_share") is not None)
