@@ -28,20 +28,25 @@ def time_front(study, timer: Measurer, program, budget: float, say=None, levels=
     until the front is timed (MAX_TIMING_ROUNDS rounds at most). A costly program's
     front can hold many points at tens of seconds each: those no level reports keep
     their modelled figures (the report says so) once the search's time is spent."""
-    timed = 0
-    while levels and (todo := _untimed(study, budget, levels)):  # each pass times one point at least
-        timed += sum(_time_point(study, timer, program, r, say) for r in todo)
+    def time_levels() -> int:  # each pass times one point at least; a point timed slower may move a level
+        n = 0
+        while levels and (todo := _untimed(study, budget, levels)):
+            n += sum(_time_point(study, timer, program, r, say) for r in todo)
+        return n
+
+    def spent() -> bool:
+        return deadline is not None and time.time() >= deadline
+
+    timed = time_levels()
     for _ in range(MAX_TIMING_ROUNDS):
         todo = _untimed(study, budget)
-        if not todo or (deadline is not None and time.time() >= deadline):
-            break
         for r in todo:
-            if deadline is not None and time.time() >= deadline:
+            if spent():
                 break
             timed += _time_point(study, timer, program, r, say)
-    while levels and (todo := _untimed(study, budget, levels)):  # a point timed slower may have moved a level
-        timed += sum(_time_point(study, timer, program, r, say) for r in todo)
-    return timed
+        if not todo or spent():
+            break
+    return timed + time_levels()
 
 
 def _untimed(study, budget: float, levels=None) -> list:

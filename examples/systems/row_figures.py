@@ -90,10 +90,9 @@ def most_accurate(result, levels) -> dict | None:
 def front_gaps(result) -> list[dict]:
     """Each front point's tuning and held-out figures side by side (the gap a user sees)."""
     keys = ("qos_loss_tune", "speedup_tune", "speedup_tune_ci", "qos_loss_eval", "qos_loss_eval_ci", "speedup_eval",
-            "speedup_eval_ci")
+            "speedup_eval_ci", "speedup_tune_modelled")
     return [{"mode": p.mode, "trial": p.trial, "knobs": {k: v for k, v in p.knobs.items() if v != {"knob_val": 0}},
-             **{k: getattr(p, k) for k in keys},
-             "speedup_tune_modelled": bool(getattr(p, "speedup_tune_modelled", False))} for p in result.front]
+             **{k: getattr(p, k) for k in keys}} for p in result.front]
 
 
 def levels_text(best: dict) -> str:
