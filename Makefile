@@ -28,11 +28,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # RAG-BM25 with SmolLM2 answering end to end at a small size: compile, tune, evaluate held out, report under
-# reports/ (examples/demo.py; 4-8 minutes on 2 cores), SmolLM2's exact path through the CPU engine;
+# reports/ (examples/demo.py; 4-8 minutes on 2 cores), SmolLM2's exact path through the CPU engine (set up: the
+# packages, then only the RAG answer model's engine builds and probes; `make install` makes the others too);
 # `make demo SYSTEM=rag_bm25`: the MiniLM readers, larger;
 # the compiler-only demo is `$(PY) -m approx_opt.demo`
 demo:
-	$(MAKE) -j2 install
+	$(MAKE) $(STAMP) $(ENGINE_ANSWER)
 	$(PY) -m examples.demo --system $(SYSTEM)
 
 # Debian's chromium and postgresql for the browser and shared-study tests (apt-get as root; elsewhere they skip)
@@ -53,8 +54,8 @@ $(ENGINE_PKGS): $(STAMP)
 	$(PY) -m pip install --quiet --quiet -e '.[engine]'
 	touch $(ENGINE_PKGS)
 
-# (examples/systems/engines.py): the exact path's decision first, then the RAG answer model's values and the agent's
-# models beside the tools writer's
+# (examples/systems/engines.py): the exact path's decision first, then the RAG answer model's values (all `make demo`
+# needs) beside the tools writer's and the agent's models
 $(ENGINE_EXACT): $(ENGINE_PKGS)
 	$(PY) -m examples.systems.engines exact
 	touch $(ENGINE_EXACT)

@@ -152,3 +152,26 @@ def test_the_line_end_stop_keeps_the_answers(lm, questions):
         assert full[:len(stopped)] == stopped
         assert first_line(lm.tokenizer.decode(stopped, skip_special_tokens=True)) == \
             first_line(lm.tokenizer.decode(full, skip_special_tokens=True))
+
+
+def test_one_parse_of_a_gguf_file_serves_its_readers(tmp_path):
+    """While SmolLM2 loads from its GGUF file, the config, tokenizer and weights readers
+    share one parse of it; afterwards each reader parses again."""
+    import gguf
+    import numpy as np
+
+    from frontends.components.llm.smollm import gguf_parsed_once
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tensor("w", np.arange(4, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    original = gguf.GGUFReader
+    with gguf_parsed_once():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(str(path)) is first and list(first.tensors[0].data) == [0, 1, 2, 3]
+        assert gguf.GGUFReader(path, "c") is not first  # another mode: its own parse
+    assert gguf.GGUFReader is original and gguf.GGUFReader(path) is not first

@@ -3,8 +3,8 @@ models once, so that no run, demo or test waits for them (a missing one is still
 on first use). `make install` runs the groups as separate processes:
 
     python -m examples.systems.engines exact    # the exact path's decision (on the RAG answer model)
-    python -m examples.systems.engines answer   # that model's precision values; the agent's summary model
-    python -m examples.systems.engines writer   # the tools writer's builds and precision values; the agent's triage
+    python -m examples.systems.engines answer   # that model's precision values (all `make demo` needs)
+    python -m examples.systems.engines writer   # the tools writer's builds and values; the agent's triage and summary
 
 `answer` and `writer` read the decision `exact` caches (`machine.paying_values`): they
 run after it, beside each other (a build running beside the exact path's probe slowed
@@ -23,20 +23,19 @@ def exact() -> None:
 
 
 def answer() -> None:
-    from examples.systems.agent.llm import base_llm
     from examples.systems.common import smollm
     from examples.systems.rag.program import llm_precisions
 
     llm_precisions(smollm())
-    base_llm()
 
 
 def writer() -> None:
-    from examples.systems.agent.llm import triage_llm
+    from examples.systems.agent.llm import base_llm, triage_llm
     from examples.systems.tools.agent_llm import load_writer, writer_precisions
 
     writer_precisions(load_writer())
     triage_llm()
+    base_llm()
 
 
 GROUPS = {"exact": exact, "answer": answer, "writer": writer}

@@ -29,6 +29,7 @@ tokens, the end of turn or line included (what a cascade thresholds)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import itertools
@@ -81,6 +82,29 @@ def load_base(gguf: Path | None = None, cache: Path | None = None):
         return _load_base(gguf, cache)
 
 
+@contextlib.contextmanager
+def gguf_parsed_once():
+    """transformers parses the GGUF file anew for the config, the tokenizer and the weights
+    (each parse ~8 s on a 2-core EPYC: gguf-py reads the 49k-token vocabulary field by
+    field); inside this block one parse of a file serves all three (the reader only reads
+    its memory map)."""
+    import gguf
+
+    original, parsed = gguf.GGUFReader, {}
+
+    def reader(path, mode="r"):
+        key = (str(Path(path).resolve()), mode)
+        if key not in parsed:
+            parsed[key] = original(path, mode)
+        return parsed[key]
+
+    gguf.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
 def _load_base(gguf: Path | None, cache: Path | None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -94,8 +118,9 @@ def _load_base(gguf: Path | None, cache: Path | None):
             pass  # a broken cache is rebuilt from the GGUF file below
     gguf = gguf or gguf_path()
     try:
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        with gguf_parsed_once():
+            tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     except (OSError, ValueError, ImportError) as err:
         raise ApproxError(f"cannot load the GGUF model: {str(err).splitlines()[0]}", where=str(gguf)) from None
     model.hf_quantizer = None  # the weights are plain float32 tensors now, nothing is left quantised
