@@ -191,6 +191,11 @@ class Section:
     level: int = 2
 
 
+# what "(modelled)" beside a front point's tuning speedup means (the report's front table, bench/results.md's)
+MODELLED_NOTE = ("a tuning speedup marked (modelled) is the cost model's, from the kept calls' times: no level reports "
+                 "that point, and the search's time was spent before it was timed paired")
+
+
 def front_section(result) -> list[Section]:
     """Every front point with its tuning and held-out figures and the gap between them."""
     if not result.front:
@@ -205,9 +210,7 @@ def front_section(result) -> list[Section]:
     return [Section("Front: tuning and held-out figures",
                     "Each front point on the tuning inputs and re-measured on the held-out inputs; the last column "
                     "is how much the held-out speedup differs from the tuning one."
-                    + (" A tuning speedup marked (modelled) is the cost model's, from the kept calls' times: no "
-                       "level reports that point, and the search's time was spent before it was timed paired."
-                       if modelled else ""),
+                    + (f" {MODELLED_NOTE[0].upper()}{MODELLED_NOTE[1:]}." if modelled else ""),
                     ["#", "mode", "QoS loss (tuning)", "speedup (tuning)", "QoS loss (held-out)",
                      "speedup (held-out)", "held-out vs tuning speedup"], rows)]
 

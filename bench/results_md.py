@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from autotuner.report import MODELLED_NOTE
 from bench.systems_bench import LEVELS
 from examples.systems.registry import SYSTEMS
 from examples.systems.row_figures import levels_text
@@ -181,8 +182,7 @@ def detail_lines(name: str, row: dict, d: dict, top_machine: str) -> list[str]:
                      f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
                      f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
     if any(p.get("speedup_tune_modelled") for p in front):
-        lines.append("- a tuning speedup marked (modelled) is the cost model's, from the kept calls' times: no level "
-                     "reports that point, and the search's time was spent before it was timed paired")
+        lines.append(f"- {MODELLED_NOTE}")
     for a in d.get("ablations") or []:
         rows = ", ".join(f"{r['knob']} {100 * r['speedup_share']:.0f} %" for r in a["rows"]
                          if r.get("speedup_share") is not None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# One compute thread per process (torch, OpenMP, BLAS), here and in the processes the tests start: `make test`
+# runs two workers on two cores, and a second thread in each only waits for the other worker's
+# (8 % more CPU time over the torch-heavy files). A test that wants more threads sets them itself.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # The test files that took longest on 2 cores (`pytest --durations=0`), longest first. `make test`
 # hands whole files to its two workers in collection order (`--no-loadscope-reorder`): started
