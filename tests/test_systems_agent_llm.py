@@ -132,3 +132,6 @@ def test_profile_says_where_the_time_goes(system):
     fixed = negligible_of(system, {label: v["share"] for label, v in profile.items()})
     assert set(fixed) == {f"{t}.tool" for t in agent_tools.TOOLS}
     assert all(0 < share < 0.02 for share in fixed.values())
+    # the tuner asks for the negligible knobs right after profiling the same questions: that profile
+    # is reused (a new one would time every call again, and give other shares)
+    assert system.negligible_knobs(questions) == fixed

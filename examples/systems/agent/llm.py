@@ -157,16 +157,32 @@ class AgentSystem(SystemProgram):
     def __init__(self, program, model: str | None = None, reuse=()):
         super().__init__("agent_llm", program, model or model_name(), reuse)
 
+    def profile(self, questions, config: dict | None = None) -> dict[str, dict[str, float]]:
+        """`SystemProgram.profile`; the exact program's last profile is kept for
+        `negligible_knobs`, which the tuner asks right after profiling the same questions."""
+        result = super().profile(questions, config)
+        if config is None:
+            self._exact_profile = (list(questions), result)
+        return result
+
     def negligible_knobs(self, questions, share: float = NEGLIGIBLE) -> dict[str, float]:
         """The knobs of components under `share` of the time (`autotuner.strategy`),
-        profiled on one tuning question of each kind (round-robin: `agent.data.items`),
-        not on `questions`: the tuning ones may miss a tool. The kernels take
-        milliseconds where each LLM call takes a tenth of a second to a second."""
+        profiled on `questions` (the tuner's profile of them, just measured, is reused)
+        and on one tuning question of each kind whose tool they never called (the triage
+        routes each question, and a sample may miss a tool; `agent.data.items`). The
+        kernels take milliseconds where each LLM call takes a tenth of a second to a second."""
         from autotuner.strategy import negligible_of
         from examples.systems.agent.data import KINDS, items
 
-        shares = {k: v["share"] for k, v in self.profile([it.question for it in items("tune", len(KINDS))]).items()}
-        return negligible_of(self, shares, share)
+        questions = list(questions)
+        kept = getattr(self, "_exact_profile", None)
+        seconds = {k: v["seconds"] for k, v in (kept[1] if kept and kept[0] == questions
+                                                  else self.profile(questions)).items()}
+        missing = [it.question for it in items("tune", len(KINDS)) if it.tool in TOOLS and it.tool not in seconds]
+        for label, v in (self.profile(missing) if missing else {}).items():
+            seconds[label] = seconds.get(label, 0.0) + v["seconds"]
+        total = sum(seconds.values())
+        return negligible_of(self, {k: v / total if total > 0 else 0.0 for k, v in seconds.items()}, share)
 
     def states(self, questions) -> list[int]:
         """The condense decision's state (`output_words`) of each question that reaches
