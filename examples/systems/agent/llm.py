@@ -156,6 +156,7 @@ class AgentSystem(SystemProgram):
 
     def __init__(self, program, model: str | None = None, reuse=()):
         super().__init__("agent_llm", program, model or model_name(), reuse)
+        self._exact_profile: tuple[list, dict] | None = None  # (questions, profile) of the last exact one
 
     def profile(self, questions, config: dict | None = None) -> dict[str, dict[str, float]]:
         """`SystemProgram.profile`; the exact program's last profile is kept for
@@ -175,8 +176,8 @@ class AgentSystem(SystemProgram):
         from examples.systems.agent.data import KINDS, items
 
         questions = list(questions)
-        kept = getattr(self, "_exact_profile", None)
-        seconds = {k: v["seconds"] for k, v in (kept[1] if kept and kept[0] == questions
+        last = self._exact_profile
+        seconds = {k: v["seconds"] for k, v in (last[1] if last and last[0] == questions
                                                   else self.profile(questions)).items()}
         missing = [it.question for it in items("tune", len(KINDS)) if it.tool in TOOLS and it.tool not in seconds]
         for label, v in (self.profile(missing) if missing else {}).items():
