@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 # `make demo SYSTEM=rag_bm25`: the MiniLM readers, larger;
 # the compiler-only demo is `$(PY) -m approx_opt.demo`
 demo:
-	$(MAKE) $(STAMP) $(ENGINE_ANSWER)
+	$(MAKE) $(ENGINE_ANSWER)
 	$(PY) -m examples.demo --system $(SYSTEM)
 
 # Debian's chromium and postgresql for the browser and shared-study tests (apt-get as root; elsewhere they skip)

@@ -210,7 +210,7 @@ def front_section(result) -> list[Section]:
     return [Section("Front: tuning and held-out figures",
                     "Each front point on the tuning inputs and re-measured on the held-out inputs; the last column "
                     "is how much the held-out speedup differs from the tuning one."
-                    + (f" {MODELLED_NOTE[0].upper()}{MODELLED_NOTE[1:]}." if modelled else ""),
+                    + (f" {MODELLED_NOTE.capitalize()}." if modelled else ""),
                     ["#", "mode", "QoS loss (tuning)", "speedup (tuning)", "QoS loss (held-out)",
                      "speedup (held-out)", "held-out vs tuning speedup"], rows)]
 
