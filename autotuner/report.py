@@ -18,7 +18,7 @@ from pathlib import Path
 from approx_dialect.diagnostics import ApproxError
 from autotuner.report_html import render_html
 from autotuner.report_progress import hypervolume_markdown, hypervolume_svg
-from autotuner.report_summary import MODELLED_NOTE, MODES, finite, front_json, summary_markdown  # noqa: F401 (MODELLED_NOTE: the report's surface)
+from autotuner.report_summary import GOLD_NOTE, MODELLED_NOTE, MODES, finite, front_json, summary_markdown  # noqa: F401 (the notes: the report's surface)
 from autotuner.results import TuningResult
 
 

@@ -49,6 +49,9 @@ class FrontPoint:
     speedup_eval_ci: list[float] | None = None
     qos_loss_eval_ci: list[float] | None = None  # 95 % bootstrap interval over the held-out inputs
     speedup_tune_modelled: bool = False  # the tuning speedup is the cost model's: not timed (no level reports it)
+    # tuned against the exact program's answers: the same tuning inputs against their gold references (the
+    # held-out QoS's own proxy), for the points a level chooses; the report shows both
+    qos_loss_tune_gold: float | None = None
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from autotuner.report import MODELLED_NOTE
+from autotuner.report import GOLD_NOTE, MODELLED_NOTE
 from bench.systems_bench import LEVELS
 from examples.systems.registry import SYSTEMS
 from examples.systems.row_figures import levels_text
@@ -168,19 +168,24 @@ def detail_lines(name: str, row: dict, d: dict, top_machine: str) -> list[str]:
         lines.append("- fixed at exact (stage under 2 % of the exact time): "
                      + ", ".join(f"{k} ({100 * v:.2f} %)" for k, v in d["fixed"].items()))
     front = d.get("front", [])
+    gold = any(p.get("qos_loss_tune_gold") is not None for p in front)
     if front:
-        lines += ["", "| mode | QoS loss tuning | speedup tuning | QoS loss held-out | speedup held-out "
-                  "| held-out vs tuning | knobs |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "| mode | QoS loss tuning " + ("| QoS loss tuning, gold " if gold else "")
+                  + "| speedup tuning | QoS loss held-out | speedup held-out | held-out vs tuning | knobs |",
+                  "|---|---|---|---|---|---|---|" + ("---|" if gold else "")]
     for p in front:
         loss = lambda v: "-" if v is None else f"{100 * v:.1f} %"  # noqa: E731
         gap = (f"{100 * (p['speedup_eval'] / p['speedup_tune'] - 1):+.0f} %"
                if p.get("speedup_eval") and p.get("speedup_tune") else "-")
         lines.append(f"| {p['mode']} | {loss(p.get('qos_loss_tune'))} | "
+                     + (f"{loss(p.get('qos_loss_tune_gold'))} | " if gold else "") +
                      f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})}"
                      f"{' (modelled)' if p.get('speedup_tune_modelled') else ''} | "
                      f"{_loss({'qos_loss': p.get('qos_loss_eval'), 'qos_loss_ci': p.get('qos_loss_eval_ci')})} | "
                      f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
                      f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
+    if gold:
+        lines.append(f"- {GOLD_NOTE}")
     if any(p.get("speedup_tune_modelled") for p in front):
         lines.append(f"- {MODELLED_NOTE}")
     for a in d.get("ablations") or []:

@@ -103,7 +103,8 @@ def test_report_files(tmp_path):
     assert len(fj["front"]) == 7
     for p in fj["front"]:
         assert list(p) == ["mode", "knobs", "qos_loss_tune", "speedup_tune", "qos_loss_eval", "speedup_eval",
-                           "speedup_tune_ci", "speedup_tune_modelled", "speedup_eval_ci", "qos_loss_eval_ci"]
+                           "speedup_tune_ci", "speedup_tune_modelled", "speedup_eval_ci", "qos_loss_eval_ci",
+                           "qos_loss_tune_gold"]
     # Display order: static then dynamic, each by increasing tuning loss.
     assert [p["mode"] for p in fj["front"]] == ["static"] * 4 + ["dynamic"] * 3
     assert fj["front"][4]["knobs"] == {"mean": {"thresholds": [3, 9], "decisions": [0, 2, 4]}}

@@ -248,19 +248,44 @@ def test_qos_metric():
 
 @pytest.mark.slow
 def test_tiny_tuning_run_of_the_driver(bm25, tmp_path):
-    """`tune_system` in both modes, "kept" tuning QoS (the tuner alone, on every system:
-    tests/test_systems_conformance.py)."""
+    """`tune_system` in both modes, tuned against the exact program's answers (the
+    system's "agreement"; the tuner alone, on every system: tests/test_systems_conformance.py;
+    "kept": tests/test_systems_tools.py). Each point a level chooses is also scored
+    against the gold answers on the same tuning questions (what running it there gives),
+    shown beside the search's own figure; the other points have none."""
+    from autotuner.report_summary import front_section
+    from examples.systems.registry import SYSTEMS
+    from examples.systems.runs import REPORTED_LEVELS
     from examples.systems.tuning import tune_system
 
-    run = tune_system("rag_bm25", n_tune=3, trials=2, seconds=None, out_dir=tmp_path, evaluate=False, report=False,
-                      program=bm25, tuning_qos="kept")
+    n = 4
+    run = tune_system("rag_bm25", n_tune=n, trials=2, seconds=None, out_dir=tmp_path, evaluate=False, report=False,
+                      program=bm25)
     r = run.result
-    assert isinstance(r, TuningResult) and r.n_tune == 3
+    assert isinstance(r, TuningResult) and r.n_tune == n
     assert r.trials >= 3 and run.trials_per_mode["static"] == 2
     assert any(p.mode == "static" for p in r.front) and any(p.mode == "dynamic" for p in r.front)
     assert all(p.qos_loss_tune <= r.budget for p in r.front)
     assert (tmp_path / "result.json").is_file()
-    assert any(n.startswith("QoS: tuning on questions the exact program answers right") for n in r.notes)
+    assert any(n.startswith("QoS: tuning compares each answer with the exact program's") for n in r.notes)
+
+    (questions, golds), _ = SYSTEMS["rag_bm25"].splits(n, 0, None)
+    score = SYSTEMS["rag_bm25"].score
+
+    def qos(config):
+        answer = bm25.build(config)
+        return sum(score(answer(q), g) for q, g in zip(questions, golds)) / n
+
+    exact = qos({})
+    assert exact > 0  # some tuning answer is right: the gold loss is defined
+    chosen = {id(r.chosen(lv / 100, m)) for lv in REPORTED_LEVELS for m in ("static", "dynamic")} - {id(None)}
+    assert chosen
+    for p in r.front:
+        if id(p) in chosen:
+            assert p.qos_loss_tune_gold == pytest.approx((exact - qos(p.knobs)) / exact)
+        else:
+            assert p.qos_loss_tune_gold is None
+    assert "QoS loss (tuning, gold)" in front_section(r)[0].head
 
 
 def test_kept_tuning_questions_are_those_the_exact_program_gets_right(bm25):

@@ -90,7 +90,7 @@ def most_accurate(result, levels) -> dict | None:
 def front_gaps(result) -> list[dict]:
     """Each front point's tuning and held-out figures side by side (the gap a user sees)."""
     keys = ("qos_loss_tune", "speedup_tune", "speedup_tune_ci", "qos_loss_eval", "qos_loss_eval_ci", "speedup_eval",
-            "speedup_eval_ci", "speedup_tune_modelled")
+            "speedup_eval_ci", "speedup_tune_modelled", "qos_loss_tune_gold")
     return [{"mode": p.mode, "trial": p.trial, "knobs": {k: v for k, v in p.knobs.items() if v != {"knob_val": 0}},
              **{k: getattr(p, k) for k in keys}} for p in result.front]
 

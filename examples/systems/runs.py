@@ -67,6 +67,32 @@ def qos_note(result) -> str | None:
     return next((n for n in result.notes if n.startswith("QoS:")), None)
 
 
+def gold_on_tuning(result, program, inputs: list, references: list, score) -> None:
+    """Where the search tuned against the exact program's answers ("agreement"): each
+    point a reported level chooses, scored on the same tuning inputs against their gold
+    references as well (`FrontPoint.qos_loss_tune_gold`), so that the report shows both
+    proxies. The program's untimed context reads the answers the search kept (no model
+    runs again where it keeps them)."""
+    import contextlib
+
+    from approx_opt.program import exact_config, offered
+    from autotuner.measure import as_args
+
+    untimed = offered(program, "untimed") or contextlib.nullcontext
+
+    def qos(config: dict) -> float:
+        run = program.build(config)
+        with untimed():
+            return sum(score(run(*as_args(x)), r) for x, r in zip(inputs, references)) / max(len(inputs), 1)
+
+    exact = qos(exact_config(program))
+    if exact <= 0:  # the exact program answers none of them: no loss is defined
+        return
+    for p in {id(p): p for lv in REPORTED_LEVELS for mode in ("static", "dynamic")
+              if (p := result.chosen(lv / 100, mode))}.values():
+        p.qos_loss_tune_gold = (exact - qos(p.knobs)) / exact
+
+
 def exact_right(program, inputs: list, references: list, score, n: int, seed: int = 0,
                 log=None, shuffle: bool = True, jobs: int = 1, keep: Path | None = None) -> tuple[list, list, int]:
     """(inputs, references, tried): the first `n` of `inputs` (`shuffle`: in a seeded

@@ -29,6 +29,7 @@ from examples.systems.runs import (
     evaluated_trials,
     exact_right,
     explain_levels,
+    gold_on_tuning,
     record_how_to_verify,
 )
 
@@ -110,6 +111,8 @@ def tune_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | 
                   budget=described.budget if budget is None else budget, search=search,
                   cost=Cost(clock=described.clock or clock(), repeats=repeats), held_out=held_out,
                   storage=Storage(study_name=name, out_dir=out), progress=progress)
+    if tuning_qos == "agreement" and tune_ref:  # the report shows the held-out QoS's own proxy beside it
+        gold_on_tuning(result, program, tune_in, tune_ref, score)
     scores = result.exact_scores_eval  # the held-out evaluation's exact run (in this process or its workers)
     negligible = result.search.get("fixed", {})
     result.notes += [
