@@ -1,11 +1,12 @@
 """`make demo`: one compound AI system end to end in a few minutes on two cores.
 
 RAG-BM25 over all 2,067 SQuAD dev paragraphs with the fine-tuned SmolLM2 answering
-(`make demo`, small: 8 tuning questions, 20 held-out, about 1.2 s per exact question) or the
+(`make demo`, small: 8 tuning questions, 20 held-out, 1-2 s per exact question) or the
 trained MiniLM readers (`make demo SYSTEM=rag_bm25`, 16 tuning questions, 80 held
 out): compile its decorated program (retrieval and answer models are component
 ops) through the approx pipeline, tune it (static, then dynamic: the answer step
-decided per question on the BM25 margin), evaluate the fronts on held-out
+decided per question on the BM25 margin) against the exact program's answers (on
+so few questions the gold answers decide little; the report shows both), evaluate the fronts on held-out
 questions (other articles), write the report under reports/<system>/ and print
 the speedup table. (The dense systems first embed the whole corpus, minutes on a
 fresh clone; `python -m examples.demo --system rag_dense` runs one.)
