@@ -288,6 +288,22 @@ def test_tiny_tuning_run_of_the_driver(bm25, tmp_path):
     assert "QoS loss (tuning, gold)" in front_section(r)[0].head
 
 
+def test_retrieval_stages_are_timed_against_the_tuners_profile(bm25):
+    """The tuner profiles its sample, then asks for the negligible knobs of the same
+    questions: the retrieval stages are timed against that profile (kept, not measured
+    again); BM25's stages take a fraction of a percent beside the reader, so their
+    knobs are fixed (top-k is not: it changes what is read)."""
+    from examples.systems.common import question_sets
+
+    (questions, _), _ = question_sets(4, 0, 0)
+    profile = bm25.profile(questions)
+    assert bm25.exact_profile(questions) is profile
+    fixed = bm25.negligible_knobs(questions)
+    assert set(fixed) == {k for knobs in bm25.stage_knobs.values() for k in knobs}
+    assert "bm25.top_k" not in fixed and all(0 < share < 0.02 for share in fixed.values())
+    assert bm25.exact_profile(questions[:1]) is not profile  # other questions: a new profile
+
+
 def test_kept_tuning_questions_are_those_the_exact_program_gets_right(bm25):
     from examples.systems.common import METRIC, question_sets
     from examples.systems.runs import exact_right

@@ -40,6 +40,7 @@ class SystemProgram:
         if self.reuse:
             program.reuse.keep(self.reuse)
         self._lock = threading.Lock()  # the tuner may build from several threads
+        self._exact_profile: tuple[list, dict] | None = None  # (questions, profile) of the last exact one
 
     def knobs(self):
         return self.program.knobs()
@@ -62,8 +63,19 @@ class SystemProgram:
 
     def profile(self, questions: Sequence, config: dict | None = None) -> dict[str, dict[str, float]]:
         """Where the time of the exact program (or `config`) goes on `questions`: per
-        component label, its share, seconds and calls (`KnobFunction.profile`)."""
-        return self.program.profile(list(questions), config)
+        component label, its share, seconds and calls (`KnobFunction.profile`). The exact
+        program's last profile is kept (`exact_profile`)."""
+        result = self.program.profile(list(questions), config)
+        if config is None:
+            self._exact_profile = (list(questions), result)
+        return result
+
+    def exact_profile(self, questions: Sequence) -> dict[str, dict[str, float]]:
+        """The exact program's profile of `questions`: the last one when it was of the same
+        questions (the tuner asks for the negligible knobs right after profiling them, and
+        a second profile would time every call again), else a new one."""
+        last = self._exact_profile
+        return last[1] if last and last[0] == list(questions) else self.profile(questions)
 
     def reuse_counts(self) -> dict[str, int]:
         """{'reused': untimed calls answered from kept results, 'run': calls run and kept}."""

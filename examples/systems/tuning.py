@@ -9,8 +9,9 @@ the choice of tuning inputs and how the results are recorded.
 - QoS while tuning (the system's `qos_notes` say which it takes): the held-out QoS
   itself on the tuning inputs ("gold"), so that a gain counts as it does held out and
   the tuning ranking is the one reported; only on tuning inputs the exact program gets
-  right ("kept"); or, for the reader systems, each answer compared with the exact
-  program's (SQuAD token F1, "agreement").
+  right ("kept"); or, for the reader systems and `make demo`, each answer compared with
+  the exact program's (SQuAD token F1, "agreement"; the points the levels choose are then
+  scored against the gold answers on the tuning inputs too, `runs.gold_on_tuning`).
 - One `autotuner.tune` call in both modes on one SQLite study file beside the report
   (re-running resumes, as `approx-tune run` does); `seconds` gives each mode half.
 """

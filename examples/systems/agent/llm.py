@@ -156,15 +156,6 @@ class AgentSystem(SystemProgram):
 
     def __init__(self, program, model: str | None = None, reuse=()):
         super().__init__("agent_llm", program, model or model_name(), reuse)
-        self._exact_profile: tuple[list, dict] | None = None  # (questions, profile) of the last exact one
-
-    def profile(self, questions, config: dict | None = None) -> dict[str, dict[str, float]]:
-        """`SystemProgram.profile`; the exact program's last profile is kept for
-        `negligible_knobs`, which the tuner asks right after profiling the same questions."""
-        result = super().profile(questions, config)
-        if config is None:
-            self._exact_profile = (list(questions), result)
-        return result
 
     def negligible_knobs(self, questions, share: float = NEGLIGIBLE) -> dict[str, float]:
         """The knobs of components under `share` of the time (`autotuner.strategy`),
@@ -175,10 +166,7 @@ class AgentSystem(SystemProgram):
         from autotuner.strategy import negligible_of
         from examples.systems.agent.data import KINDS, items
 
-        questions = list(questions)
-        last = self._exact_profile
-        seconds = {k: v["seconds"] for k, v in (last[1] if last and last[0] == questions
-                                                  else self.profile(questions)).items()}
+        seconds = {k: v["seconds"] for k, v in self.exact_profile(questions).items()}
         missing = [it.question for it in items("tune", len(KINDS)) if it.tool in TOOLS and it.tool not in seconds]
         for label, v in (self.profile(missing) if missing else {}).items():
             seconds[label] = seconds.get(label, 0.0) + v["seconds"]

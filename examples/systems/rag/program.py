@@ -178,28 +178,22 @@ class RagSystem(SystemProgram):
         self.corpus = tuple(corpus)
         self.stage_knobs = {k: tuple(v) for k, v in (stage_knobs or {}).items()}
 
-    def stage_shares(self, questions: Sequence[str], seconds: float = 5.0) -> dict[str, float]:
-        """Share of the exact program's time in each retrieval stage: `prepare`
-        (preprocessing / query embedding) and `run` (the scoring kernel), thread CPU time,
-        over `questions` or the first of them whose exact runs take `seconds` (a costly
-        answer model: a question or two)."""
-        run = self.exact()
-        spent = {"prepare": 0.0, "run": 0.0, "total": 0.0}
+    def stage_shares(self, questions: Sequence[str]) -> dict[str, float]:
+        """Share of the exact program's time in each retrieval stage over `questions`:
+        `prepare` (preprocessing / query embedding) and `run` (the scoring kernel), thread
+        CPU time, against the exact program's profile of them (`exact_profile`: the one
+        the tuner has just measured; the stages alone take milliseconds)."""
+        total = sum(v["seconds"] for v in self.exact_profile(questions).values())
+        self.search.run(self.search.prepare(questions[0]))  # warm: a first call may compile
+        spent = {"prepare": 0.0, "run": 0.0}
         for q in questions:
-            if spent["total"] >= seconds:
-                break
-            run(q)  # warm
             t0 = time.thread_time()
             prepared = self.search.prepare(q)
             t1 = time.thread_time()
             self.search.run(prepared)
-            t2 = time.thread_time()
-            run(q)
-            t3 = time.thread_time()
             spent["prepare"] += t1 - t0
-            spent["run"] += t2 - t1
-            spent["total"] += t3 - t2
-        return {k: v / spent["total"] for k, v in spent.items() if k != "total"}
+            spent["run"] += time.thread_time() - t1
+        return {k: v / total if total > 0 else 0.0 for k, v in spent.items()}
 
     def negligible_knobs(self, questions: Sequence[str], share: float = 0.02) -> dict[str, float]:
         """Knobs of retrieval stages taking less than `share` of the exact program's time
