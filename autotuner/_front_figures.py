@@ -9,7 +9,7 @@ import time
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import offered
-from autotuner._records import TIMED, front, records
+from autotuner._records import REUSED, TIMED, front, records
 from autotuner.explain import is_exact
 from autotuner.measure import Measurer
 from autotuner.results import FrontPoint
@@ -88,14 +88,18 @@ def chosen_at(fr: list, levels) -> set[int]:
     return out
 
 
-def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=None) -> list[FrontPoint]:
+def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=None,
+               replayed_in: dict | None = None) -> list[FrontPoint]:
     """The front's points, re-measured on the held-out split (`eval_m`: a Measurer, or a
     ShardedEvaluation whose workers share the inputs; kept in the study, so a resume
     does not measure them again); with `levels`, only the points chosen at them
     (`chosen_at`: a large front of a costly program costs a held-out pass per point,
     and only the chosen ones are reported). A point with every knob exact is the exact
     program (knob 0 is exact): 1.00x and no loss, not timed against itself (for a
-    costly program, two exact passes saved per mode)."""
+    costly program, two exact passes saved per mode). `replayed_in`: "study#trial" ->
+    held-out figures, shared by the modes of one run; a trial copied from one replayed
+    already (`warm_start`: the dynamic study starts with the static trials) takes its
+    figures: one configuration, one replay."""
     from autotuner.sharded import ShardedEvaluation
     from autotuner.workers import build
 
@@ -112,6 +116,10 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
         if eval_m is None or r.number not in replayed:
             continue
         cached = study.user_attrs.get(f"eval:{r.number}")
+        source = (replayed_in or {}).get(r.attrs.get(REUSED))
+        if cached is None and source is not None:
+            cached = source
+            study.set_user_attr(f"eval:{r.number}", cached)
         if cached is None and all(is_exact(v) for v in r.config.values()):
             # every knob exact: the exact program, whose figures the evaluation's exact run already has
             cached = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
@@ -138,6 +146,8 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
         cached = figures.get(r.number)
         if cached is None:
             continue
+        if replayed_in is not None:
+            replayed_in[f"{study.study_name}#{r.number}"] = cached
         if "error" in cached:
             notes.append(f"{mode} trial {r.number}: held-out evaluation failed: {cached['error']}")
         else:

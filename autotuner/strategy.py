@@ -39,6 +39,7 @@ from pathlib import Path
 
 from approx_opt.program import offered
 from autotuner.pareto import pareto_indices
+from autotuner.space import config_key
 
 NEGLIGIBLE = 0.02  # share of the exact program's time under which a component's knobs are fixed
 PROFILE_INPUTS = 8  # tuning inputs the profile runs on
@@ -206,12 +207,15 @@ def merge_static_front(result, program, ir=None) -> None:
     ladders = [s for s in program.knobs() if s.kind == "ladder"]
     static = [p for p in result.front if p.mode == "static"]
     pool = [p for p in result.front if p.mode == "dynamic"]
+    have = {config_key(p.knobs) for p in pool}  # a static trial the dynamic study copied is there already
     for p in static:
         knobs = dict(p.knobs)
         for spec in ladders:
             k = knobs[spec.name]["knob_val"]
             knobs[spec.name] = {"thresholds": list(spec.current["thresholds"]),
                                 "decisions": [k] * (spec.num_thresholds + 1)}
+        if config_key(knobs) in have:
+            continue
         pool.append(dataclasses.replace(p, mode="dynamic", knobs=knobs, trial=None,
                                         ir=ir(knobs) if ir is not None else None))
     keep = [pool[i] for i in pareto_indices([(p.qos_loss_tune, p.speedup_tune) for p in pool])]

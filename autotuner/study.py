@@ -359,6 +359,7 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
                           metric_spec=metric if isinstance(metric, str) else None)
     if eval_m is not None and eval_m.with_references:
         result.exact_scores_eval = [float(v) for v in eval_m.exact_scores]
+    replayed: dict = {}  # "study#trial" -> held-out figures: a trial the dynamic study copied is not replayed twice
     for m, study in studies.items():
         c = counts(study)
         result.trials += c["evaluated"]
@@ -374,7 +375,7 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
         on_front = {r.number for r in fr}
         result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
-        result.front += eval_front(study, fr, program, eval_m, m, notes, eval_levels)
+        result.front += eval_front(study, fr, program, eval_m, m, notes, eval_levels, replayed)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
     if plan is not None and {"static", "dynamic"} <= set(studies):
         strategy.merge_static_front(result, program, ir=lambda c: transformed_ir(program, c))

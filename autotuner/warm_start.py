@@ -10,6 +10,10 @@ are not evaluations of the new study (`_records.counts`).
   mode's study with the trials of an earlier study: STUDY names a study of the same
   storage (`NAME` or `NAME/static`), or is the output folder of an earlier run.
 
+A copied trial keeps its figures (its paired timing included): the front timing
+does not time it again, and the held-out evaluation reuses its source's replay where
+the source is this run's static study (`_front_figures.eval_front`).
+
 Only fully measured trials are copied (not pruned, failed or repeated ones); the
 QoS-loss constraint is recomputed for the new budget. The settings that decide
 what a measurement means (metric, objective, clock, tuning inputs and seed) must
@@ -29,7 +33,9 @@ from autotuner.space import SearchSpace, config_key
 from autotuner.storage import open_storage
 
 SAME = ("metric", "objective", "clock", "n_tune", "seed")  # settings a measurement depends on
-COPIED_ATTRS = ("n", "qos", "seconds", "money")
+# a measurement's figures; a modelled one's paired timing too (`_records.records`), so a copy is not timed again
+COPIED_ATTRS = ("n", "qos", "seconds", "money", "speedup_low", "speedup_high", "modelled", "timed", "speedup_modelled",
+                "exact_seconds")
 
 
 def resolve(spec: str, storage: str) -> tuple[str, str]:

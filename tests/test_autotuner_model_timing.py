@@ -87,6 +87,15 @@ def test_tune_times_the_front_sweeps_dynamic_configurations_and_a_later_study_re
     assert [p.trial for p in static if p.speedup_eval is not None] == [max(static, key=lambda p: p.speedup_tune).trial]
 
     study = optuna.load_study(study_name=r.study_names["dynamic"], storage=f"sqlite:///{tmp_path / 'study.db'}")
+    # the dynamic study starts with the static trials, their paired timings kept: none is timed again
+    copied = {t.number: t.user_attrs["reused_from"] for t in study.trials if "reused_from" in t.user_attrs}
+    assert {f"{r.study_names['static']}#{p.trial}" for p in static} <= set(copied.values())
+    assert not {f"timed:{n}" for n in copied} & set(study.user_attrs)
+    dynamic, source = [p for p in r.front if p.mode == "dynamic"], {p.trial: p for p in static}
+    assert len({json.dumps(p.knobs, sort_keys=True) for p in dynamic}) == len(dynamic)  # none twice
+    for p in dynamic:
+        s = source.get(int(copied[p.trial].split("#")[1])) if p.trial in copied else None
+        assert s is None or p.speedup_tune_ci == s.speedup_tune_ci
     scored = [t for t in study.trials if t.user_attrs.get("scored")]
     assert 0 < len(scored) <= 12 and r.search["scored_from_kept"]["dynamic"] == len(scored)
     config = scored[-1].user_attrs["config"]

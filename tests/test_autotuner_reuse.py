@@ -85,6 +85,37 @@ def test_static_trials_seed_the_dynamic_study_and_nothing_is_measured_twice(tmp_
     assert r.hypervolume["dynamic"][0] == pytest.approx(r.hypervolume["static"][-1])  # starts where static ended
 
 
+def test_a_static_point_the_dynamic_study_copied_is_replayed_held_out_once(tmp_path, monkeypatch):
+    """A dynamic front point copied from the static study is the static point: it takes
+    that point's held-out replay (timed, so a second replay would give other figures)."""
+    from autotuner import Measurer
+    from autotuner.space import config_key
+
+    replays, measure = [], Measurer.measure
+
+    def counted(self, fn, config, *args, **kwargs):
+        if self.what == "evaluation":
+            replays.append(config_key(config))
+        return measure(self, fn, config, *args, **kwargs)
+
+    monkeypatch.setattr(Measurer, "measure", counted)
+    rng = np.random.default_rng(0)
+    inputs = [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(50, 20_000, 12))]
+    r = tune(ADAPTIVE, inputs, budget=0.05, search=Search(n_trials=6), cost=Cost(repeats=1),
+             held_out=HeldOut(ratio=1.0), storage=Storage(out_dir=tmp_path))
+    copied = {t.number: int(t.user_attrs[REUSED].split("#")[1])
+              for t in study_of(tmp_path, "adaptive_sum.mlir:mean/dynamic").get_trials() if REUSED in t.user_attrs}
+    static = {p.trial: p for p in r.front if p.mode == "static"}
+    pairs = [(p, static[copied[p.trial]]) for p in r.front
+             if p.mode == "dynamic" and copied.get(p.trial) in static and static[copied[p.trial]].speedup_eval != 1.0]
+    assert pairs  # a copy of a static point other than the exact program is on the dynamic front
+    for p, s in pairs:
+        assert config_key(p.knobs) not in replays and config_key(s.knobs) in replays
+        assert (p.qos_loss_eval, p.speedup_eval, p.speedup_eval_ci) == (s.qos_loss_eval, s.speedup_eval,
+                                                                      s.speedup_eval_ci)
+    assert len(replays) == len(set(replays))
+
+
 def test_warm_start_reuses_an_earlier_study_with_another_budget(tmp_path):
     first = tune(DOTS, INPUTS, budget=0.1, search=Search(n_trials=12, mode="static"), cost=paid(work_units),
                  held_out=NO_EVAL, storage=Storage(out_dir=tmp_path, study_name="a"))
