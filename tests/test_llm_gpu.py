@@ -58,3 +58,20 @@ def test_compiled_decode_under_a_generation_option_gives_generates_tokens():
         tokens, _ = decoder(ids, 16, processors=processors(model, {"repetition_penalty": 1.3}, length))
         assert tokens == want[0, length:].tolist(), length
         assert tokens != decoder(ids, 16)[0]  # the option changed what was decoded
+
+
+def test_the_reader_on_the_gpu_answers_as_on_the_cpu():
+    """On a GPU run the extractive reader (the RAG cascade's cheap stage) runs on the GPU
+    too; its spans are those the CPU reads, and int8 (a CPU kernel) is not offered there."""
+    from examples.systems.common import MODELS
+    from examples import squad
+    from frontends.components.llm.reader import ExtractiveReader
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    cpu = ExtractiveReader.from_path(MODELS / "reader_l6.npz")
+    gpu = ExtractiveReader.from_path(MODELS / "reader_l6.npz", device="cuda")
+    assert "int8" in cpu.precisions and "int8" not in gpu.precisions
+    assert next(gpu.with_precision("bfloat16").module.parameters()).device.type == "cuda"
+    passages = list(squad.paragraphs()[:3])
+    for q in ("Which team won the game?", "Who was the most valuable player?", "Where was the game played?"):
+        assert gpu.answer(q, passages).text == cpu.answer(q, passages).text, q

@@ -55,12 +55,13 @@ def one_thread() -> None:
 
 @functools.lru_cache(maxsize=1)
 def readers():
-    """(fast, pro): the trained MiniLM extractive readers (3 and 6 layers)."""
+    """(fast, pro): the trained MiniLM extractive readers (3 and 6 layers), on `device()`:
+    on a GPU run the reader a cascade sends questions to runs beside the LLM."""
     from frontends.components.llm import ExtractiveReader
 
     one_thread()
-    return (ExtractiveReader.from_path(MODELS / "reader_l3.npz", name="fast"),
-            ExtractiveReader.from_path(MODELS / "reader_l6.npz", name="pro"))
+    return (ExtractiveReader.from_path(MODELS / "reader_l3.npz", name="fast", device=device()),
+            ExtractiveReader.from_path(MODELS / "reader_l6.npz", name="pro", device=device()))
 
 
 DEVICE_ENV = "APPROX_DEVICE"  # where the LLM runs: "cpu" (default) or "cuda" (a setting of the run, not a knob)

@@ -7,7 +7,10 @@ Windows: each passage is tokenised with the question (`only_second` truncation,
 start logit + end logit over context tokens, span length <= `max_new_tokens`
 (default 30: the reader's "answer tokens"). Confidence = p_start * p_end of the
 chosen span under one softmax over the context tokens of all windows, so a
-reader unsure between passages is less confident (what cascades threshold)."""
+reader unsure between passages is less confident (what cascades threshold).
+
+`device`: where the network runs, a setting of the run (not a knob): a GPU run puts
+the reader beside the LLM it stands in for; int8 (a CPU kernel) is then not offered."""
 
 from __future__ import annotations
 
@@ -42,8 +45,11 @@ class ExtractiveReader(Variants, AnswerModel):
 
     def __init__(self, module: torch.nn.Module, tokenizer=None, name: str = "reader",
                  max_length: int = MAX_LENGTH, stride: int = STRIDE,
-                 max_answer_tokens: int = MAX_ANSWER_TOKENS, batch_size: int = 32):
-        self.module = module.eval()
+                 max_answer_tokens: int = MAX_ANSWER_TOKENS, batch_size: int = 32, device: str = "cpu"):
+        self.device = torch.device(device)
+        self.module = module.eval().to(self.device)
+        if self.device.type != "cpu":
+            self.precisions = FLOATS
         self.tokenizer = tokenizer or load_tokenizer()
         self.name = name
         self.max_length, self.stride = max_length, stride
@@ -77,10 +83,11 @@ class ExtractiveReader(Variants, AnswerModel):
         starts, ends = [], []
         n = enc["input_ids"].shape[0]
         for i in range(0, n, self.batch_size):
-            args = [enc[k][i:i + self.batch_size] for k in ("input_ids", "attention_mask", "token_type_ids")]
+            args = [enc[k][i:i + self.batch_size].to(self.device)
+                    for k in ("input_ids", "attention_mask", "token_type_ids")]
             s, e = self.module(*args)
-            starts.append(s.double().numpy())
-            ends.append(e.double().numpy())
+            starts.append(s.double().cpu().numpy())
+            ends.append(e.double().cpu().numpy())
         return np.concatenate(starts), np.concatenate(ends)
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None) -> Answer:
