@@ -103,7 +103,7 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
     from autotuner.sharded import ShardedEvaluation
     from autotuner.workers import build
 
-    points, figures, pending = [], {}, []
+    points, figures, pending, exact = [], {}, [], []
     replayed = chosen_at(fr, levels) if levels is not None else {r.number for r in fr}
     for r in fr:
         p = FrontPoint(mode, r.config, r.qos_loss, r.speedup, seconds_tune=r.attrs.get("seconds"),
@@ -121,10 +121,8 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
             cached = source
             study.set_user_attr(f"eval:{r.number}", cached)
         if cached is None and all(is_exact(v) for v in r.config.values()):
-            # every knob exact: the exact program, whose figures the evaluation's exact run already has
-            cached = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
-                      "money": eval_m.exact_money(), "ci": None, "loss_ci": [0.0, 0.0]}
-        if cached is None:
+            exact.append(r.number)  # the exact program, whose figures the evaluation's exact runs give (below)
+        elif cached is None:
             pending.append(r)
         else:
             figures[r.number] = cached
@@ -142,6 +140,9 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
                 store(i, eval_m.measure(build(program, r.config), r.config))
             except ApproxError as err:
                 store(i, err.line())
+    for number in exact:  # after the others: their paired timings ran the exact program (`Measurer.paired`)
+        figures[number] = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
+                           "money": eval_m.exact_money(), "ci": None, "loss_ci": [0.0, 0.0]}
     for p, r in zip(points, fr):
         cached = figures.get(r.number)
         if cached is None:

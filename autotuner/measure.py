@@ -17,7 +17,11 @@ give >= 8 blocks in all (at most `repeats`). Speedup = total exact time / total
 approximate time; its 95 % interval is a bootstrap over the timed blocks. The
 first pass over the inputs is the warm-up (its outputs give the QoS; a program
 with an `untimed()` context runs it within, e.g. to reuse the results of its
-deterministic components; timed passes run outside it). While
+deterministic components; timed passes run outside it). On a split timed whole
+whose QoS is against references and whose exact run of one input lasts
+DEFER_SECONDS or more, the exact program warms up on its first input only and its
+outputs come from the first paired timing's exact runs: a costly program (an LLM
+pipeline's held-out questions) is not run once more only to know its answers. While
 tuning (`timing_seconds`, `TUNING_TIMING_SECONDS`), a costly pass is timed on
 evenly spread inputs whose exact run lasts about 2 s (QoS on all of them); the
 held-out evaluation times every input.
@@ -54,6 +58,7 @@ WHERE = "<measure>"
 MIN_BLOCK_SECONDS = 0.02  # a timed block holds (or repeats) inputs until its exact run lasts this long
 CHEAP_PASS_SECONDS = 0.25  # a pass this cheap is timed in `repeats` rounds
 MIN_BLOCKS = 8  # costly passes: rounds until this many blocks are timed (at most `repeats` rounds)
+DEFER_SECONDS = 1.0  # an exact run of one input this long: its outputs come from the first paired timing
 TUNING_TIMING_SECONDS = 2.0  # tuning: time evenly spread inputs whose exact run lasts this long
 TIMING = ("paired: exact and approximate timed side by side, block by block (a block: consecutive inputs "
           "whose exact run lasts >= 20 ms, one input for costly programs), order alternating; speedup = total "
@@ -110,18 +115,43 @@ class Measurer:
             raise ApproxError(f"cannot build the exact program: {err.message}", where=err.where) from None
         self._input_seconds: list[float] = []  # exact time per input (warm-up run): sizes the timed blocks
         self._modelled: list[float] = []  # the last untimed pass's modelled seconds per input
+        self._whole_split, self._exact_scores = whole_split, None
+        self.exact_fn = fn
         if timing == "model":  # the exact outputs kept by an earlier run are read, their time modelled
             with self._untimed() as kept:
-                self.exact_outputs = self._run(fn, self.inputs, exact=True, kept=kept)
+                self._exact_outputs = self._run(fn, self.inputs, exact=True, kept=kept)
         else:
-            self.exact_outputs = self._run(fn, self.inputs, exact=True)
-        refs = self.references if self.references is not None else self.exact_outputs
-        self.exact_scores = self.metric.scores(self.exact_outputs, refs)
-        if whole_split:
-            check_exact_qos(self.exact_scores, self.with_references, what, self.metric.name)
-        self.exact_fn = fn
+            self._exact_outputs = self._run(fn, self.inputs[:1], exact=True)
+        self._deferred = (timing == "paired" and objective == "time" and timing_seconds is None
+                          and self.references is not None and len(self._exact_outputs) < len(self.inputs)
+                          and self._input_seconds[0] >= DEFER_SECONDS)
+        if not self._deferred:
+            self._complete_exact()
+            self.exact_scores  # noqa: B018 (checks the exact QoS now)
         self._exact_passes: dict[int, list[float]] = {}  # exact pass times measured alongside, per slice
         self._exact_money: dict[int, float | None] = {}
+
+    @property
+    def exact_outputs(self) -> list:
+        """The exact program's outputs on the split (run now if deferred and not timed yet)."""
+        self._complete_exact()
+        return self._exact_outputs
+
+    @property
+    def exact_scores(self) -> np.ndarray:
+        if self._exact_scores is None:
+            outputs = self.exact_outputs
+            self._exact_scores = self.metric.scores(outputs, self.references if self.with_references else outputs)
+            if self._whole_split:
+                check_exact_qos(self._exact_scores, self.with_references, self.what, self.metric.name)
+        return self._exact_scores
+
+    def _complete_exact(self) -> None:
+        """The exact outputs not run yet, run now (untimed: nothing is paired with them)."""
+        done = len(self._exact_outputs)
+        if done < len(self.inputs):
+            self._exact_outputs += self._run(self.exact_fn, self.inputs[done:], exact=True, first=done)
+        self._deferred = False
 
     @property
     def with_references(self) -> bool:
@@ -135,9 +165,9 @@ class Measurer:
         untimed = offered(self.program, "untimed")
         return untimed() if untimed else contextlib.nullcontext()
 
-    def _run(self, fn, inputs, exact: bool = False, kept=None) -> list:
-        """Outputs of `fn` on `inputs`; with `kept` (the untimed context's `Reuse`) each
-        input's modelled seconds go to `_modelled` (see the module docstring)."""
+    def _run(self, fn, inputs, exact: bool = False, kept=None, first: int = 0) -> list:
+        """Outputs of `fn` on `inputs` (the split's from its `first`); with `kept` (the untimed
+        context's `Reuse`) each input's modelled seconds go to `_modelled` (see the module docstring)."""
         outs, now = [], self._now
         side = "cpu" if self.clock == "cpu" else "wall"
         kept = kept if hasattr(kept, "costed") else None
@@ -155,11 +185,23 @@ class Measurer:
                 if exact:
                     self._input_seconds.append(seconds)
             except Exception as err:
-                label = "the exact program fails" if exact else "the program fails"
-                msg = (f"{err.where + ': ' if err.where else ''}{err.message}" if isinstance(err, ApproxError)
-                       else f"{type(err).__name__}: {err}")  # keep where: the failing component's name
-                raise ApproxError(f"{label} on {self.what} input {self.numbers[i]}: {msg}", where=WHERE) from None
+                raise self._failure(err, first + i, exact) from None
         return outs
+
+    def _failure(self, err: Exception, i: int, exact: bool) -> ApproxError:
+        label = "the exact program fails" if exact else "the program fails"
+        msg = (f"{err.where + ': ' if err.where else ''}{err.message}" if isinstance(err, ApproxError)
+               else f"{type(err).__name__}: {err}")  # keep where: the failing component's name
+        return ApproxError(f"{label} on {self.what} input {self.numbers[i]}: {msg}", where=WHERE)
+
+    def _exact_one(self, i: int) -> tuple[float, Any]:
+        """(seconds, output) of the exact program on input i, timed."""
+        t0 = self._now()
+        try:
+            out = self.exact_fn(*self.inputs[i])
+        except Exception as err:
+            raise self._failure(err, i, True) from None
+        return self._now() - t0, out
 
     def _sample(self, fn, inputs, loops: int) -> float:
         now = self._now
@@ -208,6 +250,9 @@ class Measurer:
         n inputs (or the slice `timed_inputs` picks; see the module docstring)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         repeats = repeats or self.repeats
+        if self._deferred and n == len(self.inputs):
+            return self._paired_capturing(fn, repeats)
+        self._complete_exact()
         indices = self.timed_inputs(n)
         blocks = self.blocks(indices)
         timed = sum(self._input_seconds[i] for i in indices)
@@ -233,6 +278,30 @@ class Measurer:
         self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
         return timing
 
+    def _paired_capturing(self, fn, repeats: int) -> PairedTiming:
+        """`paired` on the whole split while its exact outputs are deferred (DEFER_SECONDS):
+        every input its own block (each is costly), the first round's exact runs giving
+        the exact outputs and the seconds per input."""
+        n = len(self.inputs)
+        rounds = max(1, min(repeats, math.ceil(MIN_BLOCKS / n)))
+        exact, approx, outputs = [], [], []
+        for r in range(rounds):
+            for i in range(n):
+                if (r * n + i) % 2 == 0:
+                    te, out = self._exact_one(i)
+                    ta = self._sample(fn, [self.inputs[i]], 1)
+                else:
+                    ta = self._sample(fn, [self.inputs[i]], 1)
+                    te, out = self._exact_one(i)
+                if r == 0:
+                    outputs.append(out)
+                exact.append(te)
+                approx.append(ta)
+        self._exact_outputs, self._input_seconds, self._deferred = outputs, exact[:n], False
+        timing = PairedTiming(np.array(exact), np.array(approx), rounds, 1.0, n)
+        self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
+        return timing
+
     def _money(self, config: dict, inputs, outputs) -> float | None:
         if self.money_fn is None:
             return None
@@ -244,6 +313,7 @@ class Measurer:
         process, or the warm-up pass when none was."""
         n = len(self.inputs) if n is None else n
         if not self._exact_passes.get(n):
+            self._complete_exact()
             return float(sum(self._input_seconds[:n]))
         return statistics.median(self._exact_passes[n])
 

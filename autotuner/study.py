@@ -357,8 +357,6 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
                           knob_space={m: s.describe() for m, s in spaces.items()},
                           timing=TIMING if cost.objective == "time" else None,
                           metric_spec=metric if isinstance(metric, str) else None)
-    if eval_m is not None and eval_m.with_references:
-        result.exact_scores_eval = [float(v) for v in eval_m.exact_scores]
     replayed: dict = {}  # "study#trial" -> held-out figures: a trial the dynamic study copied is not replayed twice
     for m, study in studies.items():
         c = counts(study)
@@ -377,6 +375,8 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
                                          r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
         result.front += eval_front(study, fr, program, eval_m, m, notes, eval_levels, replayed)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
+    if eval_m is not None and eval_m.with_references:  # after the evaluation, whose timings ran the exact program
+        result.exact_scores_eval = [float(v) for v in eval_m.exact_scores]
     if plan is not None and {"static", "dynamic"} <= set(studies):
         strategy.merge_static_front(result, program, ir=lambda c: transformed_ir(program, c))
     if cost.objective == "time":  # after the evaluation: the exact passes timed beside its points

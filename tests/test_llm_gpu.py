@@ -63,8 +63,8 @@ def test_compiled_decode_under_a_generation_option_gives_generates_tokens():
 def test_the_reader_on_the_gpu_answers_as_on_the_cpu():
     """On a GPU run the extractive reader (the RAG cascade's cheap stage) runs on the GPU
     too; its spans are those the CPU reads, and int8 (a CPU kernel) is not offered there."""
-    from examples.systems.common import MODELS
     from examples import squad
+    from examples.systems.common import MODELS
     from frontends.components.llm.reader import ExtractiveReader
 
     torch.backends.cuda.matmul.allow_tf32 = False

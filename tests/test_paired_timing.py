@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from autotuner.intervals import bootstrap_ratio
 from autotuner.measure import Measurer
@@ -83,3 +84,63 @@ def test_tuning_times_a_spread_slice_and_measures_qos_on_all():
     got = m.measure(program.build({"half": {"knob_val": 1}}), {"half": {"knob_val": 1}})
     assert got.n == 20 and 1.6 < got.speedup < 2.4
     assert 0.4 < got.exact_seconds < 1.2  # per whole pass (20 x 30 ms), estimated from the slice
+
+
+class CountingProgram(SlowProgram):
+    """SlowProgram counting the exact program's runs; `fail_at`: an input the exact program fails on."""
+
+    def __init__(self, seconds: float, fail_at: int | None = None):
+        super().__init__(seconds)
+        self.exact_runs, self.fail_at = 0, fail_at
+
+    def build(self, config):
+        run = super().build(config)
+        if config["half"]["knob_val"]:
+            return run
+
+        def exact(x):
+            self.exact_runs += 1
+            if x == self.fail_at:
+                raise ValueError("no answer")
+            return run(x)
+
+        return exact
+
+
+def test_a_costly_held_out_exact_program_is_run_once_for_its_outputs_and_its_timing(monkeypatch):
+    """Held out with references, an exact program whose input lasts DEFER_SECONDS warms up on
+    its first input, and the first paired timing gives its outputs: the figures are those of
+    a separate untimed pass, one exact pass fewer."""
+    import autotuner.measure as measure
+
+    half = {"half": {"knob_val": 1}}
+    inputs, refs = [0.0, 1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 2.0, 3.0, 5.0]
+    got = {}
+    for defer in (0.0, 10.0):  # 0: every input is costly enough to defer; 10: none is
+        monkeypatch.setattr(measure, "DEFER_SECONDS", defer)
+        program = CountingProgram(0.03)
+        m = Measurer(program, inputs, refs, "rel_l2", repeats=1, clock="wall", what="evaluation")
+        assert program.exact_runs == (1 if defer == 0.0 else 5)
+        r = m.measure(program.build(half), half)
+        assert program.exact_runs == (1 + 5 if defer == 0.0 else 5 + 5)  # the timing ran the exact program once more
+        got[defer] = (r.qos_loss, list(m.exact_scores), m.exact_outputs)
+        assert r.speedup_low <= r.speedup <= r.speedup_high and 1.3 < r.speedup < 2.6
+        assert m.exact_seconds() > 0.1
+    assert got[0.0] == got[10.0]
+    # without references the QoS needs the exact outputs first: nothing is deferred
+    program = CountingProgram(0.03)
+    monkeypatch.setattr(measure, "DEFER_SECONDS", 0.0)
+    Measurer(program, inputs, None, "rel_l2", repeats=1, clock="wall")
+    assert program.exact_runs == 5
+
+
+def test_a_deferred_exact_program_failing_in_the_timing_names_its_input(monkeypatch):
+    import autotuner.measure as measure
+    from approx_dialect.diagnostics import ApproxError
+
+    monkeypatch.setattr(measure, "DEFER_SECONDS", 0.0)
+    program = CountingProgram(0.001, fail_at=3)
+    m = Measurer(program, [0, 1, 2, 3], [0, 1, 2, 3], "rel_l2", repeats=1, clock="wall", what="evaluation")
+    half = {"half": {"knob_val": 1}}
+    with pytest.raises(ApproxError, match="the exact program fails on evaluation input 3: ValueError: no answer"):
+        m.measure(program.build(half), half)
