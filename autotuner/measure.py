@@ -19,9 +19,9 @@ first pass over the inputs is the warm-up (its outputs give the QoS; a program
 with an `untimed()` context runs it within, e.g. to reuse the results of its
 deterministic components; timed passes run outside it). On a split timed whole
 whose QoS is against references and whose exact run of one input lasts
-DEFER_SECONDS or more, the exact program warms up on its first input only and its
-outputs come from the first paired timing's exact runs: a costly program (an LLM
-pipeline's held-out questions) is not run once more only to know its answers. While
+DEFER_SECONDS or more (an LLM pipeline's held-out questions), each program warms up
+on the first input only and its outputs come from the first round of its paired
+timing, every input its own block: no pass runs only to know the answers. While
 tuning (`timing_seconds`, `TUNING_TIMING_SECONDS`), a costly pass is timed on
 evenly spread inputs whose exact run lasts about 2 s (QoS on all of them); the
 held-out evaluation times every input.
@@ -58,7 +58,7 @@ WHERE = "<measure>"
 MIN_BLOCK_SECONDS = 0.02  # a timed block holds (or repeats) inputs until its exact run lasts this long
 CHEAP_PASS_SECONDS = 0.25  # a pass this cheap is timed in `repeats` rounds
 MIN_BLOCKS = 8  # costly passes: rounds until this many blocks are timed (at most `repeats` rounds)
-DEFER_SECONDS = 1.0  # an exact run of one input this long: its outputs come from the first paired timing
+DEFER_SECONDS = 1.0  # an exact run of one input this long: outputs come from the first paired round
 TUNING_TIMING_SECONDS = 2.0  # tuning: time evenly spread inputs whose exact run lasts this long
 TIMING = ("paired: exact and approximate timed side by side, block by block (a block: consecutive inputs "
           "whose exact run lasts >= 20 ms, one input for costly programs), order alternating; speedup = total "
@@ -122,9 +122,10 @@ class Measurer:
                 self._exact_outputs = self._run(fn, self.inputs, exact=True, kept=kept)
         else:
             self._exact_outputs = self._run(fn, self.inputs[:1], exact=True)
-        self._deferred = (timing == "paired" and objective == "time" and timing_seconds is None
-                          and self.references is not None and len(self._exact_outputs) < len(self.inputs)
-                          and self._input_seconds[0] >= DEFER_SECONDS)
+        self.one_pass = (timing == "paired" and objective == "time" and timing_seconds is None
+                         and self.references is not None and len(self._exact_outputs) < len(self.inputs)
+                         and self._input_seconds[0] >= DEFER_SECONDS)  # see the module docstring
+        self._deferred = self.one_pass  # the exact outputs still to come from a paired round
         if not self._deferred:
             self._complete_exact()
             self.exact_scores  # noqa: B018 (checks the exact QoS now)
@@ -194,13 +195,13 @@ class Measurer:
                else f"{type(err).__name__}: {err}")  # keep where: the failing component's name
         return ApproxError(f"{label} on {self.what} input {self.numbers[i]}: {msg}", where=WHERE)
 
-    def _exact_one(self, i: int) -> tuple[float, Any]:
-        """(seconds, output) of the exact program on input i, timed."""
+    def _one(self, fn, i: int, exact: bool) -> tuple[float, Any]:
+        """(seconds, output) of `fn` on input i, timed."""
         t0 = self._now()
         try:
-            out = self.exact_fn(*self.inputs[i])
+            out = fn(*self.inputs[i])
         except Exception as err:
-            raise self._failure(err, i, True) from None
+            raise self._failure(err, i, exact) from None
         return self._now() - t0, out
 
     def _sample(self, fn, inputs, loops: int) -> float:
@@ -251,7 +252,7 @@ class Measurer:
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         repeats = repeats or self.repeats
         if self._deferred and n == len(self.inputs):
-            return self._paired_capturing(fn, repeats)
+            return self._paired_capturing(fn, repeats)[0]
         self._complete_exact()
         indices = self.timed_inputs(n)
         blocks = self.blocks(indices)
@@ -278,29 +279,31 @@ class Measurer:
         self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
         return timing
 
-    def _paired_capturing(self, fn, repeats: int) -> PairedTiming:
-        """`paired` on the whole split while its exact outputs are deferred (DEFER_SECONDS):
-        every input its own block (each is costly), the first round's exact runs giving
-        the exact outputs and the seconds per input."""
+    def _paired_capturing(self, fn, repeats: int) -> tuple[PairedTiming, list]:
+        """(`paired` timing, `fn`'s outputs) on the whole split of a `one_pass` Measurer:
+        every input its own block (each is costly), the first round giving `fn`'s outputs
+        and, while deferred, the exact outputs and seconds per input."""
         n = len(self.inputs)
         rounds = max(1, min(repeats, math.ceil(MIN_BLOCKS / n)))
-        exact, approx, outputs = [], [], []
+        exact, approx, outputs, exact_outputs = [], [], [], []
         for r in range(rounds):
             for i in range(n):
                 if (r * n + i) % 2 == 0:
-                    te, out = self._exact_one(i)
-                    ta = self._sample(fn, [self.inputs[i]], 1)
+                    te, e = self._one(self.exact_fn, i, True)
+                    ta, a = self._one(fn, i, False)
                 else:
-                    ta = self._sample(fn, [self.inputs[i]], 1)
-                    te, out = self._exact_one(i)
+                    ta, a = self._one(fn, i, False)
+                    te, e = self._one(self.exact_fn, i, True)
                 if r == 0:
-                    outputs.append(out)
+                    outputs.append(a)
+                    exact_outputs.append(e)
                 exact.append(te)
                 approx.append(ta)
-        self._exact_outputs, self._input_seconds, self._deferred = outputs, exact[:n], False
+        if self._deferred:
+            self._exact_outputs, self._input_seconds, self._deferred = exact_outputs, exact[:n], False
         timing = PairedTiming(np.array(exact), np.array(approx), rounds, 1.0, n)
         self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
-        return timing
+        return timing, outputs
 
     def _money(self, config: dict, inputs, outputs) -> float | None:
         if self.money_fn is None:
@@ -333,6 +336,10 @@ class Measurer:
         kept raises `NotKept`)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         inputs = self.inputs[:n]
+        if self.one_pass and n == len(self.inputs) and not kept_only:  # warm-up on the first input
+            self._run(fn, inputs[:1])
+            timing, outputs = self._paired_capturing(fn, repeats or self.repeats)
+            return Figures(self.metric.scores(outputs, self.references), self._money(config, inputs, outputs), timing)
         with (offered(self.program, "kept_only")() if kept_only else self._untimed()) as kept:
             outputs = self._run(fn, inputs, kept=kept if self.timing == "model" else None)  # the warm-up pass
         refs = (self.references if self.references is not None else self.exact_outputs)[:n]

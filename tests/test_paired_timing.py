@@ -87,16 +87,21 @@ def test_tuning_times_a_spread_slice_and_measures_qos_on_all():
 
 
 class CountingProgram(SlowProgram):
-    """SlowProgram counting the exact program's runs; `fail_at`: an input the exact program fails on."""
+    """SlowProgram counting the exact and approximate programs' runs; `fail_at`: an input the
+    exact program fails on."""
 
     def __init__(self, seconds: float, fail_at: int | None = None):
         super().__init__(seconds)
-        self.exact_runs, self.fail_at = 0, fail_at
+        self.exact_runs, self.approx_runs, self.fail_at = 0, 0, fail_at
 
     def build(self, config):
         run = super().build(config)
         if config["half"]["knob_val"]:
-            return run
+            def approx(x):
+                self.approx_runs += 1
+                return run(x)
+
+            return approx
 
         def exact(x):
             self.exact_runs += 1
@@ -107,10 +112,10 @@ class CountingProgram(SlowProgram):
         return exact
 
 
-def test_a_costly_held_out_exact_program_is_run_once_for_its_outputs_and_its_timing(monkeypatch):
-    """Held out with references, an exact program whose input lasts DEFER_SECONDS warms up on
-    its first input, and the first paired timing gives its outputs: the figures are those of
-    a separate untimed pass, one exact pass fewer."""
+def test_a_costly_held_out_program_runs_once_for_its_outputs_and_its_timing(monkeypatch):
+    """Held out with references, where an exact input lasts DEFER_SECONDS, the exact and the
+    approximate program warm up on the first input and the first paired round gives their
+    outputs: the figures of separate untimed passes, with one pass fewer of each."""
     import autotuner.measure as measure
 
     half = {"half": {"knob_val": 1}}
@@ -123,6 +128,10 @@ def test_a_costly_held_out_exact_program_is_run_once_for_its_outputs_and_its_tim
         assert program.exact_runs == (1 if defer == 0.0 else 5)
         r = m.measure(program.build(half), half)
         assert program.exact_runs == (1 + 5 if defer == 0.0 else 5 + 5)  # the timing ran the exact program once more
+        assert program.approx_runs == (1 + 5 if defer == 0.0 else 5 + 5)  # a warm-up input, or a QoS pass
+        second = m.measure(program.build(half), half)  # a second configuration: the exact outputs are known
+        assert program.exact_runs == (1 + 5 + 5 if defer == 0.0 else 5 + 5 + 5)
+        assert second.qos_loss == r.qos_loss
         got[defer] = (r.qos_loss, list(m.exact_scores), m.exact_outputs)
         assert r.speedup_low <= r.speedup <= r.speedup_high and 1.3 < r.speedup < 2.6
         assert m.exact_seconds() > 0.1
