@@ -23,11 +23,13 @@ def time_front(study, timer: Measurer, program, budget: float, say=None, levels=
     `levels`, first the points the levels report (`chosen_at`) until each is timed: a
     level is never chosen on a modelled figure (the cost model's speedup of a dynamic
     point can rank it above a timed static point that is faster). Then the rest of the
-    front, while time is left before `deadline` (the search's; None: no limit): a point
-    timed slower than modelled may leave the front and uncover another, so this goes on
-    until the front is timed (MAX_TIMING_ROUNDS rounds at most). A costly program's
-    front can hold many points at tens of seconds each: those no level reports keep
-    their modelled figures (the report says so) once the search's time is spent."""
+    front within the highest level (all of it without levels), while time is left before
+    `deadline` (the search's; None: no limit): a point timed slower than modelled may
+    leave the front and uncover another, so this goes on until that front is timed
+    (MAX_TIMING_ROUNDS rounds at most). A point above every level is not timed: no level
+    can choose it, nor a point its timing would uncover (that one loses more still). A
+    costly program's front can hold many points at tens of seconds each: those no level
+    reports keep their modelled figures (the report says so) once the search's time is spent."""
     def time_levels() -> int:  # each pass times one point at least; a point timed slower may move a level
         n = 0
         while levels and (todo := _untimed(study, budget, levels)):
@@ -39,7 +41,7 @@ def time_front(study, timer: Measurer, program, budget: float, say=None, levels=
 
     timed = time_levels()
     for _ in range(MAX_TIMING_ROUNDS):
-        todo = _untimed(study, budget)
+        todo = [r for r in _untimed(study, budget) if not levels or r.qos_loss <= max(levels) + 1e-9]
         for r in todo:
             if spent():
                 break

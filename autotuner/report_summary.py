@@ -193,7 +193,7 @@ class Section:
 
 # what "(modelled)" beside a front point's tuning speedup means (the report's front table, bench/results.md's)
 MODELLED_NOTE = ("a tuning speedup marked (modelled) is the cost model's, from the kept calls' times: no level reports "
-                 "that point, and the search's time was spent before it was timed paired")
+                 "that point, and it lies above every level or the search's time was spent before it was timed paired")
 
 
 # what the "(tuning, gold)" column means (the report's front table, bench/results.md's)

@@ -77,5 +77,8 @@ def test_once_the_search_time_is_spent_only_the_points_a_level_reports_are_timed
     points = eval_front(s, front(records(s), 0.1), None, None, "static", [])
     assert [p.speedup_tune_modelled for p in points] == [True, False, True, True]
 
-    time_front(s, timer, None, 0.1, levels=[0.03])  # no deadline: the whole front
+    time_front(s, timer, None, 0.1, levels=[0.03])  # no deadline: the front within the highest level
+    assert [p.speedup_tune_modelled for p in eval_front(s, front(records(s), 0.1), None, None, "static", [])] \
+        == [False, False, True, True]  # no level can choose a point above 3 %: it keeps its modelled figure
+    time_front(s, timer, None, 0.1, levels=[0.03, 0.09])
     assert not any(p.speedup_tune_modelled for p in eval_front(s, front(records(s), 0.1), None, None, "static", []))
