@@ -166,18 +166,21 @@ def result_of_row(path: str, name: str) -> TuningResult:
     held-out figures: all that re-measuring them needs is in the row (its program,
     metric and held-out inputs, how they were chosen), none of it in reports/ of the
     machine that ran it. A section whose rows ran on a GPU (`gpu_*`) times wall
-    seconds, the others the thread's CPU seconds."""
+    seconds, the others the thread's CPU seconds; `NAME@cuda` is the GPU section's row
+    (as bench/results.md names it), NAME the first section's that has one."""
     import json
 
     try:
         data = json.loads(open(path).read())
     except (OSError, ValueError) as err:
         raise ApproxError(f"cannot read the recorded rows: {err}", where=path) from None
-    found = [(section, rows[name]) for section, rows in data.items()
-             if isinstance(rows, dict) and isinstance(rows.get(name), dict) and "points" in rows[name]]
+    row_name, gpu = name.removesuffix("@cuda"), name.endswith("@cuda")
+    found = [(section, rows[row_name]) for section, rows in data.items()
+             if isinstance(rows, dict) and isinstance(rows.get(row_name), dict) and "points" in rows[row_name]
+             and (not gpu or section.startswith("gpu"))]
     if not found:
-        names = sorted({k for rows in data.values() if isinstance(rows, dict) for k, v in rows.items()
-                        if isinstance(v, dict) and "points" in v})
+        names = sorted({k + ("@cuda" if section.startswith("gpu") else "") for section, rows in data.items()
+                        if isinstance(rows, dict) for k, v in rows.items() if isinstance(v, dict) and "points" in v})
         raise ApproxError(f"no recorded row '{name}' with chosen points (rows: {', '.join(names)})", where=path)
     section, row = found[0]
     front, seen = [], set()

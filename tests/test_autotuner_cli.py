@@ -133,3 +133,14 @@ def test_verify_a_recorded_row_from_what_the_row_holds(capsys, tmp_path):
     [v] = json.loads((tmp_path / "v.json").read_text())
     assert v["recorded_speedup"] in {p["speedup"] for p in recorded.values() if p} and v["speedup"] > 0
     assert v["n"] == 20 and "recorded loss" in text
+
+
+def test_a_gpu_row_is_named_as_the_results_name_it():
+    """`verify --row NAME@cuda` takes the GPU section's row (wall time), NAME the CPU one."""
+    from autotuner.verify import result_of_row
+
+    results = str(ROOT / "bench" / "results.json")
+    recorded = json.loads(open(results).read())["gpu_systems"]["rag_dense_llm"]["points"]
+    gpu, cpu = result_of_row(results, "rag_dense_llm@cuda"), result_of_row(results, "rag_dense_llm")
+    assert (gpu.clock, cpu.clock) == ("wall", "cpu")
+    assert {p.speedup_eval for p in gpu.front} == {p["speedup"] for m in recorded.values() for p in m.values() if p}
