@@ -39,9 +39,10 @@ def time_front(study, timer: Measurer, program, budget: float, say=None, levels=
     def spent() -> bool:
         return deadline is not None and time.time() >= deadline
 
+    top = max(levels) if levels else float("inf")  # a point above every level: no level can choose it
     timed = time_levels()
     for _ in range(MAX_TIMING_ROUNDS):
-        todo = [r for r in _untimed(study, budget) if not levels or r.qos_loss <= max(levels) + 1e-9]
+        todo = [r for r in _untimed(study, budget) if r.qos_loss <= top + 1e-9]
         for r in todo:
             if spent():
                 break

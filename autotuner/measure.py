@@ -123,10 +123,9 @@ class Measurer:
         else:
             self._exact_outputs = self._run(fn, self.inputs[:1], exact=True)
         self.one_pass = (timing == "paired" and objective == "time" and timing_seconds is None
-                         and self.references is not None and len(self._exact_outputs) < len(self.inputs)
+                         and self.references is not None and self._exact_pending
                          and self._input_seconds[0] >= DEFER_SECONDS)  # see the module docstring
-        self._deferred = self.one_pass  # the exact outputs still to come from a paired round
-        if not self._deferred:
+        if not self.one_pass:  # else the other exact outputs come from the first paired round
             self._complete_exact()
             self.exact_scores  # noqa: B018 (checks the exact QoS now)
         self._exact_passes: dict[int, list[float]] = {}  # exact pass times measured alongside, per slice
@@ -147,12 +146,16 @@ class Measurer:
                 check_exact_qos(self._exact_scores, self.with_references, self.what, self.metric.name)
         return self._exact_scores
 
+    @property
+    def _exact_pending(self) -> bool:
+        """Whether exact outputs are still to come (a `one_pass` split before its first timing)."""
+        return len(self._exact_outputs) < len(self.inputs)
+
     def _complete_exact(self) -> None:
         """The exact outputs not run yet, run now (untimed: nothing is paired with them)."""
-        done = len(self._exact_outputs)
-        if done < len(self.inputs):
+        if self._exact_pending:
+            done = len(self._exact_outputs)
             self._exact_outputs += self._run(self.exact_fn, self.inputs[done:], exact=True, first=done)
-        self._deferred = False
 
     @property
     def with_references(self) -> bool:
@@ -251,7 +254,7 @@ class Measurer:
         n inputs (or the slice `timed_inputs` picks; see the module docstring)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         repeats = repeats or self.repeats
-        if self._deferred and n == len(self.inputs):
+        if self._exact_pending and n == len(self.inputs):
             return self._paired_capturing(fn, repeats)[0]
         self._complete_exact()
         indices = self.timed_inputs(n)
@@ -299,8 +302,8 @@ class Measurer:
                     exact_outputs.append(e)
                 exact.append(te)
                 approx.append(ta)
-        if self._deferred:
-            self._exact_outputs, self._input_seconds, self._deferred = exact_outputs, exact[:n], False
+        if self._exact_pending:
+            self._exact_outputs, self._input_seconds = exact_outputs, exact[:n]
         timing = PairedTiming(np.array(exact), np.array(approx), rounds, 1.0, n)
         self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
         return timing, outputs
