@@ -159,17 +159,25 @@ class AgentSystem(SystemProgram):
 
     def negligible_knobs(self, questions, share: float = NEGLIGIBLE) -> dict[str, float]:
         """The knobs of components under `share` of the time (`autotuner.strategy`),
-        profiled on `questions` (the tuner's profile of them, just measured, is reused)
-        and on one tuning question of each kind whose tool they never called (the triage
-        routes each question, and a sample may miss a tool; `agent.data.items`). The
-        kernels take milliseconds where each LLM call takes a tenth of a second to a second."""
+        profiled on `questions` (the tuner's profile of them, just measured, is reused).
+        A tool those questions never called (the triage routes each question, and a
+        sample may miss a tool) is timed alone on a tuning question of its kind
+        (`agent.data.items`; after one untimed call, which compiles it), as one call
+        among the sample's: the whole program on those questions would cost their LLM
+        calls (seconds each) to time a kernel that takes milliseconds."""
+        import time
+
         from autotuner.strategy import negligible_of
         from examples.systems.agent.data import KINDS, items
 
         seconds = {k: v["seconds"] for k, v in self.exact_profile(questions).items()}
-        missing = [it.question for it in items("tune", len(KINDS)) if it.tool in TOOLS and it.tool not in seconds]
-        for label, v in (self.profile(missing) if missing else {}).items():
-            seconds[label] = seconds.get(label, 0.0) + v["seconds"]
+        exact = {name: levels[0] for name, levels in tools().items()}
+        for it in items("tune", len(KINDS)):
+            if it.tool in TOOLS and it.tool not in seconds:
+                exact[it.tool](it.question)
+                t0 = time.perf_counter()
+                exact[it.tool](it.question)
+                seconds[it.tool] = time.perf_counter() - t0
         total = sum(seconds.values())
         return negligible_of(self, {k: v / total if total > 0 else 0.0 for k, v in seconds.items()}, share)
 
