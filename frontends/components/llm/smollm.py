@@ -295,8 +295,25 @@ class SmolLM2(Variants, AnswerModel):
         return other
 
     def variant_for(self, settings) -> SmolLM2:
-        """The variant of the op's precision and layers, deciding a per-token exit at its `token_exit`."""
-        return super().variant_for(settings).with_token_exit(getattr(settings, "token_exit", None))
+        """The variant of the op's precision and layers, deciding a per-token exit at its `token_exit`;
+        on CUDA its decode step compiled already (`warm_decoder`)."""
+        model = super().variant_for(settings).with_token_exit(getattr(settings, "token_exit", None))
+        model.warm_decoder()
+        return model
+
+    def warm_decoder(self) -> None:
+        """On CUDA, compile this variant's decode step now (a few tokens of a short prompt,
+        answer thrown away): the runtime makes a variant before it times the call, so a new
+        precision's or depth's compile and graph capture (seconds) are not counted as the
+        cost of its first question, a time the cost model would then keep for that call.
+        Nothing elsewhere, nor for a per-token exit (it decodes eagerly)."""
+        if self.model.device.type != "cuda" or not self.compiled_decode or self.token_exit is not None:
+            return
+        if id(self.model) in self.__dict__.get("_decoders", {}):
+            return
+        enc = self.tokenizer(chat_turn(self.tokenizer, "Hello."), return_tensors="pt")
+        with torch.inference_mode():
+            self._compiled_generate(enc["input_ids"].to(self.model.device), 4, False, {})
 
     def with_token_exit(self, percent: int | None) -> SmolLM2:
         """This model (its precision and layers) exiting a decoded token at the first trained
