@@ -78,10 +78,15 @@ $(ENGINE_WRITER): $(ENGINE_EXACT)
 $(ENGINE): $(ENGINE_ANSWER) $(ENGINE_WRITER)
 	touch $(ENGINE)
 
+# this repository's Python, compiled once before the tests: where PYTHONDONTWRITEBYTECODE is set (this
+# workspace sets it), every test process and every process a test starts would compile what it imports again
+SOURCES := approx_dialect approx_opt autotuner bench examples frontends passes tests
+
 # the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install);
 # whole test files to two workers, the longest first (tests/conftest.py)
 test:
 	$(MAKE) -j2 install system-deps $(IREE)
+	$(PY) -m compileall -q -j 2 $(SOURCES) >/dev/null
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
