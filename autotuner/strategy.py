@@ -9,10 +9,10 @@ tool), which `tune()` runs on any such program:
    it may change what a costly component reads (a retrieval's top-k, the LLM's
    prompt). Kept in `strategy.json` beside the study, so a resumed study keeps the
    space it started with.
-2. **A screen.** The static study starts with each knob alone: the program's own
-   knobs first at every value (each value a route: which components run), then the
-   knobs of the components that take the time (a knob is `<label>.<setting>`), every
-   knob at its gentlest step first, then at its other values. With stages, a configuration stops after the
+2. **A screen.** The static study starts with each knob alone: first every knob at
+   its gentlest step, then its other values; the program's own knobs first (they
+   decide which components run), then the knobs of the components that take the time
+   (a knob is `<label>.<setting>`). With stages, a configuration stops after the
    first slice when one measured on the same slice answers it as well, faster.
 3. **Dynamic from static.** The dynamic study starts from the static front: each front
    configuration as it is, and with a ladder's cheaper value applied only where the
@@ -76,24 +76,18 @@ def negligible_of(program, shares: dict[str, float], share: float = NEGLIGIBLE) 
 
 
 def screen(space, shares: dict[str, float]) -> list[dict]:
-    """Each free static knob alone. The program's own knobs (no component label) first, at
-    every value: each value is another route (which components run, e.g. a cheaper model
-    for some inputs), not a gentler or harsher step of one, and one route can remove a
-    whole component's time. Then the components' knobs, those of the largest time share
-    first: every knob at its gentlest step, then at its other values. A search that can
-    afford only the first few (an LLM pass per configuration) thus tries every route.
-    A cheap configuration measured early stops the costly ones that answer no better
-    after the first stage (`autotuner._objective`)."""
+    """Each free static knob alone: every knob at its gentlest step first, then at each
+    other value; the program's own knobs (no component label: they decide which
+    components run, e.g. a cheaper path for some inputs) first, then the knobs of the
+    components with the largest time share. A cheap configuration measured early
+    stops the costly ones that answer no better after the first stage
+    (`autotuner._objective`)."""
     base = space.seeds()[0]
     ranked = sorted((d for d in space.free() if not d.dynamic),
                     key=lambda d: ("." in d.name, -shares.get(d.name.split(".")[0], 0.0)))
     steps = {d.name: sorted(v for v in d.values if v != base[d.name].get("knob_val")) for d in ranked}
-    components = any("." in d.name for d in ranked)  # else no knob is a component's: none is a route
-    own = [d for d in ranked if components and "." not in d.name]
-    parts = [d for d in ranked if d not in own]
-    out = [{**base, d.name: {"knob_val": v}} for d in own for v in steps[d.name]]
-    out += [{**base, d.name: {"knob_val": steps[d.name][0]}} for d in parts if steps[d.name]]
-    out += [{**base, d.name: {"knob_val": v}} for d in parts for v in steps[d.name][1:]]
+    out = [{**base, d.name: {"knob_val": steps[d.name][0]}} for d in ranked if steps[d.name]]
+    out += [{**base, d.name: {"knob_val": v}} for d in ranked for v in steps[d.name][1:]]
     return out
 
 
