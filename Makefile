@@ -86,7 +86,7 @@ SOURCES := approx_dialect approx_opt autotuner bench examples frontends passes t
 # whole test files to two workers, the longest first (tests/conftest.py)
 test:
 	$(MAKE) -j2 install system-deps $(IREE)
-	$(PY) -m compileall -q -j 2 $(SOURCES) >/dev/null
+	$(PY) -m compileall -q -j 2 $(SOURCES)
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
