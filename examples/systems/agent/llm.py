@@ -168,15 +168,14 @@ class AgentSystem(SystemProgram):
         import time
 
         from autotuner.strategy import negligible_of
-        from examples.systems.agent.data import KINDS, items
+        from examples.systems.agent.data import KINDS, exact, items
 
         seconds = {k: v["seconds"] for k, v in self.exact_profile(questions).items()}
-        exact = {name: levels[0] for name, levels in tools().items()}
         for it in items("tune", len(KINDS)):
             if it.tool in TOOLS and it.tool not in seconds:
-                exact[it.tool](it.question)
+                exact(it.tool, it.question)
                 t0 = time.perf_counter()
-                exact[it.tool](it.question)
+                exact(it.tool, it.question)
                 seconds[it.tool] = time.perf_counter() - t0
         total = sum(seconds.values())
         return negligible_of(self, {k: v / total if total > 0 else 0.0 for k, v in seconds.items()}, share)
@@ -185,11 +184,12 @@ class AgentSystem(SystemProgram):
         """The condense decision's state (`output_words`) of each question that reaches
         it (the exact triage names a tool that says something): where the dynamic
         search's first thresholds go (their quantiles)."""
-        triage, exact = triage_llm(), {name: levels[0] for name, levels in tools().items()}
-        out = []
+        from examples.systems.agent.data import exact
+
+        triage, out = triage_llm(), []
         for q in questions:
             tool = tool_named(triage.answer(TRIAGE + q, GUIDE, TRIAGE_TOKENS).text)
-            output = exact[tool](q) if tool in exact else ""
+            output = exact(tool, q) if tool in TOOLS else ""
             if output:
                 out.append(output_words(output))
         return out
