@@ -182,3 +182,17 @@ def test_switch(tiny, monkeypatch):
     assert engine.default_engine("cpu") is None and engine_model.through_engine(tiny) is tiny
     monkeypatch.setenv(engine.ENV, "ov-bf16")
     assert engine.default_engine("cpu") == "ov-bf16"
+
+
+def test_a_failing_build_says_so_in_one_line_and_leaves_the_process_as_it_was(tmp_path):
+    """The builder runs in this process: its failure is one ApproxError line, and the
+    command line and offline switch it ran under are given back."""
+    import sys
+
+    import huggingface_hub.constants as hub
+
+    argv, offline = list(sys.argv), hub.HF_HUB_OFFLINE
+    with pytest.raises(ApproxError, match=r"builder failed: .*") as err:
+        engine.run_builder(["-i", str(tmp_path / "missing"), "-o", str(tmp_path / "out"), "-p", "int3", "-e", "cpu"])
+    assert "\n" not in str(err.value)
+    assert sys.argv == argv and hub.HF_HUB_OFFLINE == offline

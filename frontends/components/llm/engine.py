@@ -26,12 +26,14 @@ Needs the `engine` extra (`pip install -e .[engine]`: onnxruntime-genai, onnx-ir
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
+import io
 import json
 import os
+import runpy
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -176,13 +178,10 @@ def _build_ort(model, tokenizer, precision: str, out: Path, threads: int) -> Non
             tokenizer.save_pretrained(hf)
         built = work / "onnx"
         kind, options = WEIGHTS[precision]
-        cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(hf), "-o", str(built),
-               "-p", kind, "-e", "cpu", "-c", str(work / "cache")] + (["--extra_options", *options] if options else [])
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        run = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if run.returncode != 0 or not (built / "genai_config.json").is_file():
-            tail = (run.stderr or run.stdout).strip().splitlines()[-3:]
-            raise ApproxError("onnxruntime-genai's builder failed: " + " | ".join(tail), where="engine")
+        run_builder(["-i", str(hf), "-o", str(built), "-p", kind, "-e", "cpu", "-c", str(work / "cache")]
+                    + (["--extra_options", *options] if options else []))
+        if not (built / "genai_config.json").is_file():
+            raise ApproxError("onnxruntime-genai's builder wrote no genai_config.json", where="engine")
         set_threads(built, threads)
         seconds = time.perf_counter() - start
         info = {"engine": "onnxruntime-genai", "precision": precision, "builder": builder_version(),
@@ -192,6 +191,28 @@ def _build_ort(model, tokenizer, precision: str, out: Path, threads: int) -> Non
         os.replace(built, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_builder(args: list[str]) -> None:
+    """onnxruntime-genai's builder, run as its command line `python -m
+    onnxruntime_genai.models.builder ARGS` runs it, but in this process: a new process spent
+    4 of a build's 6 s importing torch and the builder again (the files it writes are the
+    same, byte for byte). Offline; its output is kept back, and a failure is one line."""
+    import huggingface_hub.constants as hub
+
+    log, argv, offline = io.StringIO(), sys.argv, hub.HF_HUB_OFFLINE
+    sys.argv, hub.HF_HUB_OFFLINE = ["onnxruntime_genai.models.builder", *args], True  # as HF_HUB_OFFLINE=1 does
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__", alter_sys=False)
+    except SystemExit:  # its argument parser: the reason is its last line
+        raise ApproxError("onnxruntime-genai's builder failed: " + log.getvalue().strip().splitlines()[-1],
+                          where="engine") from None
+    except Exception as err:  # the builder raises plain Exceptions
+        raise ApproxError(f"onnxruntime-genai's builder failed: {type(err).__name__}: {str(err).splitlines()[0]}",
+                          where="engine") from None
+    finally:
+        sys.argv, hub.HF_HUB_OFFLINE = argv, offline
 
 
 def set_threads(folder: Path, threads: int) -> None:
