@@ -93,8 +93,8 @@ def test_variants_share_weights_and_leave_the_exact_model_alone(lm):
     assert len(bf_early.model.model.layers) == 20 and len(lm.model.model.layers) == lm.depth == 30
     assert next(bf_early.model.parameters()).dtype == torch.bfloat16
     assert next(lm.model.parameters()).dtype == torch.float32
-    assert bf_early.model.model.layers[0].self_attn.q_proj.base.weight is \
-        lm.with_precision("bfloat16").model.model.layers[0].self_attn.q_proj.base.weight
+    assert bf_early.model.model.layers[0].self_attn.q_proj.weight is \
+        lm.with_precision("bfloat16").model.model.layers[0].self_attn.q_proj.weight
     assert lm.exits == (25, 20)
 
 

@@ -40,7 +40,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
@@ -105,19 +104,12 @@ def merged(model) -> nn.Module:
     """A copy of `model` with every LoRALinear folded into a plain nn.Linear
     (W + scale * B A) and the early-exit maps dropped: the full-depth model the engine
     runs. The input model is left as it is."""
-    from frontends.components.llm.span_model import LoRALinear
+    from frontends.components.llm.span_model import fold_lora
 
     clone = copy.deepcopy(model)
     if hasattr(clone, "exit_maps"):
         del clone.exit_maps
-    with torch.no_grad():
-        for name, module in list(clone.named_modules()):
-            for attr, child in list(module.named_children()):
-                if isinstance(child, LoRALinear):
-                    base = child.base
-                    delta = (child.lora_b.float() @ child.lora_a.float()) * child.scale
-                    base.weight.copy_((base.weight.float() + delta).to(base.weight.dtype))
-                    setattr(module, attr, base)
+    fold_lora(clone)
     return clone.eval()
 
 

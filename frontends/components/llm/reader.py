@@ -25,7 +25,7 @@ from approx_dialect.diagnostics import ApproxError
 from approx_dialect.precision import FLOATS
 from frontends.components.llm.base import Answer, AnswerModel
 from frontends.components.llm.int8 import quantise_linears
-from frontends.components.llm.span_model import load_span_model, minilm_dir
+from frontends.components.llm.span_model import fold_lora, load_span_model, minilm_dir
 from frontends.components.variants import Variants
 
 MAX_LENGTH, STRIDE, MAX_ANSWER_TOKENS = 256, 64, 30
@@ -58,7 +58,9 @@ class ExtractiveReader(Variants, AnswerModel):
     @classmethod
     def from_path(cls, path: str | Path, name: str | None = None, **kw) -> ExtractiveReader:
         """A trained reader from its `.npz` (adapters + head; `span_model.py`)."""
-        return cls(load_span_model(path), name=name or Path(path).stem, **kw)
+        module = load_span_model(path)
+        fold_lora(module)  # answers only: one matrix product a linear map
+        return cls(module, name=name or Path(path).stem, **kw)
 
     def build_variant(self, precision: str, layers: int | None) -> ExtractiveReader:
         other = copy.copy(self)

@@ -51,7 +51,7 @@ from frontends.components.llm.base import Answer, AnswerModel, build_prompt, fir
 from frontends.components.llm.causal import sequence_confidence
 from frontends.components.llm.generation import processors, transformers_options
 from frontends.components.llm.int8 import quantise_linears
-from frontends.components.llm.span_model import LoRALinear, fill, weights_file
+from frontends.components.llm.span_model import LoRALinear, fill, fold_lora, weights_file
 from frontends.components.llm.token_exit import greedy
 from frontends.components.variants import Variants
 
@@ -264,6 +264,7 @@ class SmolLM2(Variants, AnswerModel):
                        "torch has no int4 SmolLM2"}
     compiled_decode = True  # on CUDA: decode with `gpu_decode` (False: transformers' eager generate, the reference)
     token_exit: int | None = None  # percent: a token's exit confidence threshold (None: every token from the top)
+    adapted = 0  # linear maps whose LoRA adapters `load` folded into their weights
 
     def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  exits: tuple[int, ...] = (), prompt=build_prompt):
@@ -280,7 +281,9 @@ class SmolLM2(Variants, AnswerModel):
         on `device` (a setting of the run, not a knob: "cuda" decodes with `gpu_decode`)."""
         model, tok = load_base()
         exits = load_adapter(model, adapter) if adapter is not None else ()
-        return cls(model.to(device), tok, name=name, exits=exits, **kw)
+        lm = cls(model.to(device), tok, name=name, exits=exits, **kw)
+        lm.adapted = fold_lora(lm.model)  # answers only: the adapters folded into the maps they adapt
+        return lm
 
     # -- variants
     def build_variant(self, precision: str, layers: int | None) -> SmolLM2:

@@ -49,6 +49,24 @@ class LoRALinear(nn.Module):
         return self.base(x) + (x @ self.lora_a.t() @ self.lora_b.t()) * self.scale
 
 
+def fold_lora(model: nn.Module) -> int:
+    """Fold every LoRALinear of `model` into a plain nn.Linear (W + scale * B A), in place;
+    returns how many. For inference: the same function with one matrix product a map
+    instead of three (a MiniLM reader ran 20-25 % faster, the same answers on 200 SQuAD
+    questions; SmolLM2 7 %); training keeps the adapters apart."""
+    folded = 0
+    with torch.no_grad():
+        for module in list(model.modules()):
+            for attr, child in list(module.named_children()):
+                if isinstance(child, LoRALinear):
+                    base = child.base
+                    delta = (child.lora_b.float() @ child.lora_a.float()) * child.scale
+                    base.weight.copy_((base.weight.float() + delta).to(base.weight.dtype))
+                    setattr(module, attr, base)
+                    folded += 1
+    return folded
+
+
 class SpanModel(nn.Module):
     """(input_ids, attention_mask, token_type_ids) -> (start_logits, end_logits)."""
 
