@@ -9,11 +9,14 @@ tool), which `tune()` runs on any such program:
    it may change what a costly component reads (a retrieval's top-k, the LLM's
    prompt). Kept in `strategy.json` beside the study, so a resumed study keeps the
    space it started with.
-2. **A screen.** The static study starts with each knob alone: first every knob at
-   its gentlest step, then its other values; the program's own knobs first (they
-   decide which components run), then the knobs of the components that take the time
-   (a knob is `<label>.<setting>`). With stages, a configuration stops after the
-   first slice when one measured on the same slice answers it as well, faster.
+2. **A screen.** The static study starts with each knob alone: the program's own
+   knobs first (they decide which components run), then the knobs of the components
+   that take the time (a knob is `<label>.<setting>`). Where the study's trials afford
+   the whole screen, the program's own knobs come at every value first (each value a
+   route: a search that runs out of time early has tried them all); where they do not,
+   every knob at its gentlest step first, then its other values. With stages, a
+   configuration stops after the first slice when one measured on the same slice
+   answers it as well, faster.
 3. **Dynamic from static.** The dynamic study starts from the static front: each front
    configuration as it is, and with a ladder's cheaper value applied only where the
    decision's state is high, or low, or across the widest gaps between groups of
@@ -75,19 +78,28 @@ def negligible_of(program, shares: dict[str, float], share: float = NEGLIGIBLE) 
             if "." in k.name and shares.get(k.name.split(".")[0], share) < share}
 
 
-def screen(space, shares: dict[str, float]) -> list[dict]:
-    """Each free static knob alone: every knob at its gentlest step first, then at each
-    other value; the program's own knobs (no component label: they decide which
-    components run, e.g. a cheaper path for some inputs) first, then the knobs of the
-    components with the largest time share. A cheap configuration measured early
-    stops the costly ones that answer no better after the first stage
-    (`autotuner._objective`)."""
+def screen(space, shares: dict[str, float], slots: int | None = None) -> list[dict]:
+    """Each free static knob alone; the program's own knobs (no component label: they
+    decide which components run, e.g. a cheaper model for some inputs) first, then the
+    knobs of the components with the largest time share. Where the whole screen fits
+    in the `slots` the study gives it (None: it does), the program's own knobs come at
+    every value first: each value is another route, and one route can remove a whole
+    component's time, so a search that runs out of time after a dozen configurations
+    (an LLM pass each) has tried every route. Where it does not fit (a small trial
+    budget), every knob at its gentlest step first, then at its other values: each knob
+    is looked at once. A cheap configuration measured early stops the costly ones that
+    answer no better after the first stage (`autotuner._objective`)."""
     base = space.seeds()[0]
     ranked = sorted((d for d in space.free() if not d.dynamic),
                     key=lambda d: ("." in d.name, -shares.get(d.name.split(".")[0], 0.0)))
     steps = {d.name: sorted(v for v in d.values if v != base[d.name].get("knob_val")) for d in ranked}
-    out = [{**base, d.name: {"knob_val": steps[d.name][0]}} for d in ranked if steps[d.name]]
-    out += [{**base, d.name: {"knob_val": v}} for d in ranked for v in steps[d.name][1:]]
+    fits = slots is None or sum(map(len, steps.values())) <= slots
+    components = any("." in d.name for d in ranked)  # else no knob is a component's: none is a route
+    own = [d for d in ranked if fits and components and "." not in d.name]
+    rest = [d for d in ranked if d not in own]
+    out = [{**base, d.name: {"knob_val": v}} for d in own for v in steps[d.name]]
+    out += [{**base, d.name: {"knob_val": steps[d.name][0]}} for d in rest if steps[d.name]]
+    out += [{**base, d.name: {"knob_val": v}} for d in rest for v in steps[d.name][1:]]
     return out
 
 

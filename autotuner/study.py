@@ -88,6 +88,12 @@ def _prepare_study(job: Job, settings: dict, sqlite: bool, notes: list[str], fir
             con.exec_driver_sql("SELECT pg_advisory_unlock(%s)", (key,))
 
 
+def screen_slots(n_trials: int) -> int:
+    """The trials a study's first configurations (the screen, the dynamic seeds) may take:
+    half its trials (at least two), the other half the sampler's."""
+    return max(2, n_trials // 2)
+
+
 def _prepare(job: Job, settings: dict, sqlite: bool, notes: list[str], first=None) -> optuna.Study:
     """Create or load the study; a new one starts with the measurements it can reuse
     (`autotuner.warm_start`), the seeds not among them and then `first()` (the
@@ -122,7 +128,7 @@ def _prepare(job: Job, settings: dict, sqlite: bool, notes: list[str], first=Non
     new = not any(REUSED not in t.user_attrs for t in study.get_trials(deepcopy=False))
     enqueue_seeds(study, job.space, job.search.sampler)
     if new and first is not None:
-        queue_new(study, job.space, first(), max(2, job.search.n_trials // 2))
+        queue_new(study, job.space, first(), screen_slots(job.search.n_trials))
     if not new:
         requeue_interrupted(study)
     return study
@@ -291,7 +297,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
                       deadline=None if search.timeout is None else time.time() + search.timeout)
             first = None
             if plan is not None:
-                first = (lambda sp=space: strategy.screen(sp, plan["shares"])) if m == "static" else \
+                first = (lambda sp=space: strategy.screen(sp, plan["shares"], screen_slots(search.n_trials))) \
+                    if m == "static" else \
                     (lambda sp=space: strategy.dynamic_seeds(sp, front_of(url, f"{base}/static", float(budget)),
                                                              strategy.states_of(program, tune_in)))
             study = _prepare_study(job, _settings(job, m, len(eval_in), get_metric(metric).name),

@@ -92,12 +92,20 @@ class Routed:
 
 
 def test_the_screen_takes_the_programs_own_knobs_before_those_of_the_component_taking_the_time():
+    """Every route first where the study's trials afford the whole screen (a search that
+    runs out of time early has tried them all); else each knob's gentlest step first."""
     from autotuner.strategy import screen
 
     space = SearchSpace.from_program(Routed(), "static")
-    changed = [next(k for k, v in c.items() if v != {"knob_val": 0})
-               for c in screen(space, {"llm": 0.99, "bm25": 0.01})]
-    assert changed == ["route", "llm.tokens", "bm25.top_k", "route", "llm.tokens"]
+
+    def changed(slots):
+        return [next((k, v["knob_val"]) for k, v in c.items() if v != {"knob_val": 0})
+                for c in screen(space, {"llm": 0.99, "bm25": 0.01}, slots)]
+
+    routes_first = [("route", 1), ("route", 2), ("llm.tokens", 1), ("bm25.top_k", 1), ("llm.tokens", 2)]
+    assert changed(None) == changed(5) == changed(200) == routes_first
+    assert changed(4) == changed(2) == [("route", 1), ("llm.tokens", 1), ("bm25.top_k", 1), ("route", 2),
+                                        ("llm.tokens", 2)]
 
 
 def test_narrow_and_fix():
