@@ -93,14 +93,16 @@ def test_a_new_candidate_is_measured_alone():
 
 
 def test_a_faster_value_changing_most_answers_is_left_out_in_one_line():
-    answers = {None: ["a", "b", "c"], "half": ["a", "x", "y"]}
+    """... after its warm-up, which told: it is not timed again (its warm-up's ratio stands)."""
+    answers, calls = {None: ["a", "b", "c"], "half": ["a", "x", "y"]}, []
 
     def run(value):
-        run_at([])(value)
+        run_at(calls)(value)
         return answers[value]
 
     lines: list[str] = []
     assert paying_values("m.precision", run, ("half",), log=lines.append) == []
+    assert calls.count("half") == 1 and calls.count(None) == 1
     assert len(lines) == 1 and re.fullmatch(r"m\.precision = half left out: the exact answer on 33% of the probe's "
                                             r"questions \(needs >= 50%\), though \d+\.\d\dx the exact value's speed",
                                             lines[0])

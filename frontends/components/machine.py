@@ -165,7 +165,7 @@ def left_out() -> frozenset[str]:
 
 def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
                      rounds: int = 2, device: str = "cpu",
-                     build: Callable[[str], object] | None = None) -> tuple[dict, dict]:
+                     build: Callable[[str], object] | None = None, min_same: float = 0.0) -> tuple[dict, dict]:
     """({value: exact time / time at value}, {value: share of its outputs equal to the
     exact value's}): `run_at(None)` (exact) and `run_at(value)` timed side by side
     (`_clock`) in `rounds` rounds, each timing the exact value once and every value after
@@ -176,13 +176,15 @@ def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates
     over 1 / HOPELESS times the exact warm-up's time is not timed again: its warm-up ratio stands (float16 on a CPU
     without fp16 units: 0.13x, minutes of a fresh machine's probe); where `run_at` yields
     its outputs one by one, such a warm-up stops at the input where it passes that time
-    (its ratio and its share of equal outputs then come from the inputs it ran). On the
-    CPU torch runs on one thread meanwhile (`_on_the_clocks_thread`)."""
+    (its ratio and its share of equal outputs then come from the inputs it ran). A value
+    whose warm-up gave the exact output on less than `min_same` of the inputs is not timed
+    again either (it is left out whatever its speed). On the CPU torch runs on one thread
+    meanwhile (`_on_the_clocks_thread`)."""
     with _on_the_clocks_thread(device):
-        return _measure(run_at, candidates, rounds, device, build)
+        return _measure(run_at, candidates, rounds, device, build, min_same)
 
 
-def _measure(run_at, candidates, rounds, device, build) -> tuple[dict, dict]:
+def _measure(run_at, candidates, rounds, device, build, min_same=0.0) -> tuple[dict, dict]:
     clock = _clock(device)
     outputs: dict[str | None, list] = {}
     warm: dict[str | None, float] = {}
@@ -200,9 +202,9 @@ def _measure(run_at, candidates, rounds, device, build) -> tuple[dict, dict]:
             if n and outputs[v] else 1.0 for v in candidates}
     # a warm-up cut short: its time over the inputs it ran, scaled to all of them
     spent = {v: warm[v] * n / len(outputs[v]) if 0 < len(outputs[v]) < n else warm[v] for v in candidates}
-    hopeless = {v: round(warm[None] / max(spent[v], 1e-9), 3) for v in candidates
-                if warm[None] < HOPELESS * spent[v]}
-    timed = [v for v in candidates if v not in hopeless]
+    untimed = {v: round(warm[None] / max(spent[v], 1e-9), 3) for v in candidates  # their warm-up ratio stands
+               if warm[None] < HOPELESS * spent[v] or same[v] < min_same}
+    timed = [v for v in candidates if v not in untimed]
     best: dict = {}
     order = (None, *timed)  # each round: the exact value, then every value (the next reversed: the exact value last)
     for r in range(rounds if timed else 0):
@@ -211,7 +213,7 @@ def _measure(run_at, candidates, rounds, device, build) -> tuple[dict, dict]:
             list(run_at(which) or ())  # a generator runs only when read
             dt = clock() - t0
             best[which] = min(best.get(which, dt), dt)
-    return {v: hopeless[v] if v in hopeless else round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
+    return {v: untimed[v] if v in untimed else round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
 
 
 def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
@@ -237,7 +239,7 @@ def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], ca
         with _probing(path, what):  # another process probing this knob now: its figures, once it ends
             known, agree, todo = _cached(path, key, what, candidates, refresh)
             if todo:
-                speedups, same = measure_speedups(run_at, todo, device=device, build=build)
+                speedups, same = measure_speedups(run_at, todo, device=device, build=build, min_same=min_same)
                 known, agree = {**known, **speedups}, {**agree, **same}
                 _remember(path, key, {what: known, f"{what} same": agree})
     keep = [v for v in candidates if known[v] >= min_gain and agree[v] >= min_same]
