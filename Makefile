@@ -37,8 +37,9 @@ $(COMPILED): $(STAMP)
 	touch $(COMPILED)
 
 # the test dependencies (pytest, lit, playwright, ruff, mypy, ...), which `make demo` does without; after the
-# engine packages and before the IREE extra: one pip at a time in the environment
-$(TEST_PKGS): $(ENGINE_PKGS)
+# engine packages and before the IREE extra: one pip at a time in the environment; after the compile too,
+# which has both cores until the exact path's probe starts (this pip and the IREE extra's run beside that probe)
+$(TEST_PKGS): $(ENGINE_PKGS) $(COMPILED)
 	$(PY) -m pip install --quiet --quiet -e '.[test]'
 	touch $(TEST_PKGS)
 
