@@ -36,6 +36,7 @@ import runpy
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -189,7 +190,17 @@ def run_builder(args: list[str]) -> None:
     """onnxruntime-genai's builder, run as its command line `python -m
     onnxruntime_genai.models.builder ARGS` runs it, but in this process: a new process spent
     4 of a build's 6 s importing torch and the builder again (the files it writes are the
-    same, byte for byte). Offline; its output is kept back, and a failure is one line."""
+    same, byte for byte). Offline; its output is kept back, and a failure is one line. One
+    build at a time in a process (`_BUILDER`: it swaps `sys.argv` and the standard streams,
+    and a served model's request threads may build variants)."""
+    with _BUILDER:
+        _run_builder(args)
+
+
+_BUILDER = threading.Lock()
+
+
+def _run_builder(args: list[str]) -> None:
     import huggingface_hub.constants as hub
 
     log, argv, offline = io.StringIO(), sys.argv, hub.HF_HUB_OFFLINE
@@ -197,9 +208,9 @@ def run_builder(args: list[str]) -> None:
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__", alter_sys=False)
-    except SystemExit:  # its argument parser: the reason is its last line
-        raise ApproxError("onnxruntime-genai's builder failed: " + log.getvalue().strip().splitlines()[-1],
-                          where="engine") from None
+    except SystemExit as err:  # its argument parser: the reason is its last line
+        said = log.getvalue().strip().splitlines() or [f"exit status {err.code}"]
+        raise ApproxError(f"onnxruntime-genai's builder failed: {said[-1]}", where="engine") from None
     except Exception as err:  # the builder raises plain Exceptions
         raise ApproxError(f"onnxruntime-genai's builder failed: {type(err).__name__}: {str(err).splitlines()[0]}",
                           where="engine") from None
