@@ -212,8 +212,8 @@ def _run_builder(args: list[str]) -> None:
         said = log.getvalue().strip().splitlines() or [f"exit status {err.code}"]
         raise ApproxError(f"onnxruntime-genai's builder failed: {said[-1]}", where="engine") from None
     except Exception as err:  # the builder raises plain Exceptions
-        raise ApproxError(f"onnxruntime-genai's builder failed: {type(err).__name__}: {str(err).splitlines()[0]}",
-                          where="engine") from None
+        said = (str(err).strip().splitlines() or [""])[0]
+        raise ApproxError(f"onnxruntime-genai's builder failed: {type(err).__name__}: {said}", where="engine") from None
     finally:
         sys.argv, hub.HF_HUB_OFFLINE = argv, offline
 
