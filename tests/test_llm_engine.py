@@ -8,6 +8,9 @@ torch, and int4, which torch has no model of, is refused in one line where torch
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -94,6 +97,24 @@ def test_the_build_key_is_the_weights_not_the_folder_they_came_from(tiny):
     with torch.no_grad():
         model.lm_head.weight[0, 0] += 1.0
     assert engine.fingerprint(model) not in keys
+
+
+def test_the_build_key_of_a_model_is_that_of_its_merged_copy_and_a_cached_build_copies_nothing(
+        tiny, built, monkeypatch):
+    """A model with its adapters unfolded, or folded with its exit maps still on (a loaded
+    SmolLM2), keys the build its merged copy would; a build found in the cache is looked
+    up without copying the model's weights."""
+    from frontends.components.llm.smollm import attach_exit_maps
+    from frontends.components.llm.span_model import fold_lora
+
+    key = engine.fingerprint(engine.merged(tiny.model))
+    assert engine.fingerprint(tiny.model) == key
+    folded = copy.deepcopy(tiny.model)
+    assert fold_lora(folded) > 0 and attach_exit_maps(folded, [1])
+    assert engine.fingerprint(folded) == key
+    monkeypatch.setattr(engine, "merged", lambda model: pytest.fail("a cached build's model was copied"))
+    root = Path(built["ort-fp32"].build).parent
+    assert engine.build(folded, tiny.tokenizer, "ort-fp32", root / "fp32") == Path(built["ort-fp32"].build)
 
 
 @pytest.mark.parametrize("name", ["ort-fp32", "ov-f32"])

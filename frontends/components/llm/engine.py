@@ -74,6 +74,7 @@ WEIGHTS = {"fp32": ("fp32", (LAST_LOGITS,)), "int8": ("int8", ("is_symmetric=fal
            "int4": ("int4", ("block_size=128", "accuracy_level=4", LAST_LOGITS))}
 ENGINE_PRECISIONS = {name: weights for name, (_, weights, _) in ENGINES.items()}
 INFO = "build_info.json"
+EXIT_MAPS = "exit_maps."  # the early-exit maps' parameters (smollm.attach_exit_maps), which no build runs
 
 
 def available(engine: str = "ort") -> bool:
@@ -108,21 +109,30 @@ def merged(model) -> nn.Module:
     from frontends.components.llm.span_model import fold_lora
 
     clone = copy.deepcopy(model)
-    if hasattr(clone, "exit_maps"):
-        del clone.exit_maps
+    if hasattr(clone, EXIT_MAPS.rstrip(".")):
+        delattr(clone, EXIT_MAPS.rstrip("."))
     fold_lora(clone)
     return clone.eval()
 
 
 def fingerprint(model) -> str:
-    """A short hash of the merged model's weights and config (the cache key); not of the
-    folder it was loaded from (the GGUF's on the first load, the cache's after)."""
+    """A short hash of the weights and config the engine runs, those of `merged(model)`
+    (the cache key); not of the folder it was loaded from (the GGUF's on the first load,
+    the cache's after). Read off `model` itself where no adapter is left to fold (loaded
+    models have folded theirs): no copy of its weights is made to look a build up."""
+    from frontends.components.llm.span_model import LoRALinear
+
+    if any(isinstance(m, LoRALinear) for m in model.modules()):
+        model = merged(model)
     config = model.config.to_dict()
     config.pop("_name_or_path", None)
     h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
     for name, tensor in sorted(model.state_dict().items()):
+        if name.startswith(EXIT_MAPS):
+            continue  # `merged` drops them: the engine runs the full depth
         h.update(name.encode())
-        h.update(tensor.detach().float().contiguous().numpy().tobytes()[:: 97])  # a sample: fast, still weight-specific
+        # a sample, every 97th byte of the float32 values: fast, still weight-specific
+        h.update(tensor.detach().float().contiguous().numpy().reshape(-1).view(np.uint8)[::97].tobytes())
     return h.hexdigest()[:16]
 
 
@@ -144,7 +154,6 @@ def build_ort(model, tokenizer, precision: str, out: Path | None = None, threads
         raise ApproxError(f"onnxruntime-genai builds {', '.join(WEIGHTS)} here, got {precision!r}", where="engine")
     if not available():
         raise ApproxError("onnxruntime-genai is not installed (pip install -e .[engine])", where="engine")
-    model = merged(model)
     options = WEIGHTS[precision][1]
     tag = f"-{hashlib.sha256(' '.join(options).encode()).hexdigest()[:6]}" if options else ""  # new options: new build
     key = f"ort-{precision}{tag}-{fingerprint(model)}-{builder_version()}"
@@ -152,7 +161,7 @@ def build_ort(model, tokenizer, precision: str, out: Path | None = None, threads
     out.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(out):  # one process builds, the others wait and read its build
         if not ((out / INFO).is_file() and (out / "genai_config.json").is_file()):
-            _build_ort(model, tokenizer, precision, out, threads)
+            _build_ort(merged(model), tokenizer, precision, out, threads)  # the copy only where a build is made
     return out
 
 
