@@ -19,22 +19,31 @@ class Measured:
         """Where the time goes: label -> {"share", "seconds", "calls"} of its component
         calls over `inputs` (each an argument tuple, or the one argument), the rest of
         the wall time under "(program)" (the Python between calls), with `config`'s
-        knobs (default: every knob 0, the exact program); after one untimed run of each
-        input (the first call of a model or kernel compiles it, and any input may be the
-        first to reach one: a tool only some inputs call)."""
+        knobs (default: every knob 0, the exact program); after an untimed run of the
+        first input (the first call of a model or kernel compiles it). Where a later
+        input was the first to call a component (a tool only some inputs call), its
+        first call was timed: the inputs are timed once more, every component warm (where
+        the first input reaches every component, as an LLM system's reaches its model, the
+        others run once: the profile of a costly program costs one run of each input more
+        than a single pass, not one of each)."""
         from approx_opt.program import exact_config
 
         run = self.build(dict(config) if config is not None else exact_config(self))
         calls = [x if isinstance(x, tuple) else (x,) for x in inputs]
         if not calls:
             raise ApproxError("profile: no inputs", where=self.name)
-        for args in calls:
-            run(*args)
-        t0 = time.perf_counter()
-        with self.times.measuring() as times:
-            for args in calls:
-                run(*args)
-        total = time.perf_counter() - t0
+        with self.times.measuring() as first:
+            run(*calls[0])
+        warm = set(first.calls)
+        while True:
+            t0 = time.perf_counter()
+            with self.times.measuring() as times:
+                for args in calls:
+                    run(*args)
+            total = time.perf_counter() - t0
+            if set(times.calls) <= warm:
+                break
+            warm |= set(times.calls)
         seconds = {**times.seconds, "(program)": max(0.0, total - sum(times.seconds.values()))}
         return {k: {"share": v / total if total > 0 else 0.0, "seconds": v, "calls": times.calls.get(k, len(calls))}
                 for k, v in sorted(seconds.items(), key=lambda kv: -kv[1])}

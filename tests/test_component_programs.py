@@ -83,6 +83,27 @@ def test_profile_says_where_the_time_goes(parts):
         program.profile([])
 
 
+def test_the_profile_runs_each_input_once_more_only_where_a_later_input_first_called_a_component():
+    """Warm-up on the first input, one timed pass: where the first input reaches every
+    component, each later input runs once; where a later one first calls a component (a
+    tool only some inputs call, its first call timed cold), the inputs are timed again."""
+    count = RunTool("count", words, tune=[Tune.skip(fallback=0)])
+    long = RunTool("long", words, tune=[Tune.skip(fallback=0)])
+
+    def tally(text):
+        return count(text) + (long(text) if len(text) > 20 else 0)
+
+    tally.__qualname__ = "tally"
+    program = Knob()(tally)
+    texts = ["a b", "c d e", "f g h i j k l m n o p"]
+    CALLS.clear()
+    assert program.profile(texts[:2])["count"]["calls"] == 2 and len(CALLS) == 3  # a b twice, c d e once
+    CALLS.clear()
+    profile = program.profile(texts)  # "long" first called by the third input: a second timed pass
+    assert profile["count"]["calls"] == 3 and profile["long"]["calls"] == 1
+    assert len(CALLS) == 1 + 2 * (3 + 1)
+
+
 def test_the_knobs_are_listed_from_the_ir(parts):
     _, _, program = parts
     names = [k["name"] for k in json.loads(list_knobs(program.ir(), "pipeline"))]
