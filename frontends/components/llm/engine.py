@@ -74,7 +74,7 @@ WEIGHTS = {"fp32": ("fp32", (LAST_LOGITS,)), "int8": ("int8", ("is_symmetric=fal
            "int4": ("int4", ("block_size=128", "accuracy_level=4", LAST_LOGITS))}
 ENGINE_PRECISIONS = {name: weights for name, (_, weights, _) in ENGINES.items()}
 INFO = "build_info.json"
-EXIT_MAPS = "exit_maps."  # the early-exit maps' parameters (smollm.attach_exit_maps), which no build runs
+EXIT_MAPS = "exit_maps"  # the early-exit maps (smollm.attach_exit_maps), which no build runs
 
 
 def available(engine: str = "ort") -> bool:
@@ -109,8 +109,8 @@ def merged(model) -> nn.Module:
     from frontends.components.llm.span_model import fold_lora
 
     clone = copy.deepcopy(model)
-    if hasattr(clone, EXIT_MAPS.rstrip(".")):
-        delattr(clone, EXIT_MAPS.rstrip("."))
+    if hasattr(clone, EXIT_MAPS):
+        delattr(clone, EXIT_MAPS)
     fold_lora(clone)
     return clone.eval()
 
@@ -128,7 +128,7 @@ def fingerprint(model) -> str:
     config.pop("_name_or_path", None)
     h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
     for name, tensor in sorted(model.state_dict().items()):
-        if name.startswith(EXIT_MAPS):
+        if name.startswith(f"{EXIT_MAPS}."):
             continue  # `merged` drops them: the engine runs the full depth
         h.update(name.encode())
         # a sample, every 97th byte of the float32 values: fast, still weight-specific
