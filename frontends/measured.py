@@ -22,10 +22,9 @@ class Measured:
         knobs (default: every knob 0, the exact program); after an untimed run of the
         first input (the first call of a model or kernel compiles it). Where a later
         input was the first to call a component (a tool only some inputs call), its
-        first call was timed: the inputs are timed once more, every component warm (where
+        first call was timed: the inputs are timed once more, every component warm. Where
         the first input reaches every component, as an LLM system's reaches its model, the
-        others run once: the profile of a costly program costs one run of each input more
-        than a single pass, not one of each)."""
+        profile costs one run more than its timed pass, not one more of each input."""
         from approx_opt.program import exact_config
 
         run = self.build(dict(config) if config is not None else exact_config(self))
