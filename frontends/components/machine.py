@@ -184,7 +184,7 @@ def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates
         return _measure(run_at, candidates, rounds, device, build, min_same)
 
 
-def _measure(run_at, candidates, rounds, device, build, min_same=0.0) -> tuple[dict, dict]:
+def _measure(run_at, candidates, rounds, device, build, min_same) -> tuple[dict, dict]:
     clock = _clock(device)
     outputs: dict[str | None, list] = {}
     warm: dict[str | None, float] = {}
