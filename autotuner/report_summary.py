@@ -226,7 +226,7 @@ def front_section(result) -> list[Section]:
 
 
 def importance_sections(result) -> list[Section]:
-    """Optuna's parameter importances per mode: which knobs move speedup and loss."""
+    """Each knob's main effect per mode: which knobs move speedup and loss."""
     imp = getattr(result, "importances", None) or {}
     rows = []
     for mode, tables in imp.items():
@@ -237,8 +237,8 @@ def importance_sections(result) -> list[Section]:
     if not rows:
         return []
     return [Section("Which knobs matter",
-                    "Share of the variation over the study's measured trials that each knob explains (Optuna's "
-                    "fANOVA parameter importances; speedup on a log scale).",
+                    "Share of the variation over the study's measured trials that each knob explains (its main "
+                    "effect in an additive model fitted on the trials; speedup on a log scale).",
                     ["mode", "knob", "speedup", "QoS loss"], rows)]
 
 

@@ -19,8 +19,8 @@ OPTUNA_LINES = ("A new study created", "Trial 0 finished")
 
 def approx_tune(tmp_path: Path, *flags: str) -> str:
     """stdout and stderr of a small `approx-tune run` in its own process (Optuna's handler
-    writes to the process's stderr, which only a separate process shows as a user sees it); 4 trials:
-    enough for the importances, whose in-memory study Optuna announces."""
+    writes to the process's stderr, which only a separate process shows as a user sees it); 4 trials,
+    each of which Optuna would announce."""
     env = {k: v for k, v in os.environ.items() if k not in (VERBOSE_ENV, *QUIET_ENV)}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
     cmd = [sys.executable, "-m", "autotuner.cli", *flags, "run", f"{ROOT / 'examples/mlir/adaptive_sum.mlir'}:mean",
