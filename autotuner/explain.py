@@ -2,11 +2,11 @@
 accounts for.
 
 - `importances(study)`: each knob's main effect over the study's measured trials,
-  one table for the speedup and one for the QoS loss: the share of the variation
-  that the means at each of its values explain (first-order, as fANOVA's main
-  effects, but read off the trials: no forest fitted, no scikit-learn imported,
-  ~1 ms where fANOVA took 0.3 s a study and 1-2 s to import); the parameters of a
-  decision tree (`knob.t0`, `knob.d1`, ...) add up to their knob.
+  one table for the speedup and one for the QoS loss: each knob's share of the
+  variation in an additive model fitted on the trials (fANOVA's first-order
+  effects without its random forest: ~1 ms a study and no scikit-learn to import,
+  where Optuna's fANOVA took ~0.3 s and 1-2 s of import in every run); the
+  parameters of a decision tree (`knob.t0`, `knob.d1`, ...) add up to their knob.
 - `ablate(...)`: for one configuration, each approximated knob set back to exact
   in turn, the rest kept, measured paired against the exact program like any
   configuration. A knob's share of the speedup is ln(S) - ln(S without it) over
