@@ -26,7 +26,7 @@ from optuna.trial import TrialState
 from autotuner.measure import Measurer
 
 MIN_TRIALS = 4  # fewer measured trials than this: importances say nothing
-BINS = 4  # a parameter with more distinct values (a decision tree's thresholds) is grouped by quartile
+MAX_GROUPS = 8  # a numeric parameter with more distinct values (a decision tree's thresholds): grouped by quartile
 
 
 def knob_of(param: str, knobs: list[str]) -> str:
@@ -43,8 +43,8 @@ def main_effects(columns: dict[str, list], y: np.ndarray) -> dict[str, float]:
     squares with a little ridge) fitted on the trials, each parameter's share the
     variance of its effects over the trials. Fitted jointly, a parameter whose values
     happen to fall with another's good ones is not credited with that one's effect.
-    A parameter a trial lacks groups as its own value; one with more than BINS distinct
-    values is grouped by quartile."""
+    A parameter a trial lacks groups as its own value; a numeric one with more than
+    MAX_GROUPS distinct values is grouped by quartile."""
     if float(np.ptp(y)) <= 0:
         return {}
     blocks = {name: _groups(values) for name, values in columns.items()}
@@ -65,8 +65,8 @@ def main_effects(columns: dict[str, list], y: np.ndarray) -> dict[str, float]:
 
 def _groups(values: list) -> list[np.ndarray]:
     present = [v for v in values if v is not None]
-    if len(set(present)) > BINS:
-        edges = np.quantile(np.asarray(present, dtype=float), np.linspace(0, 1, BINS + 1)[1:-1])
+    if len(set(present)) > MAX_GROUPS and all(isinstance(v, (int, float)) for v in present):
+        edges = np.quantile(np.asarray(present, dtype=float), [0.25, 0.5, 0.75])
         keys = [None if v is None else int(np.searchsorted(edges, float(v), side="right")) for v in values]
     else:
         keys = [None if v is None else repr(v) for v in values]

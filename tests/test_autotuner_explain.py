@@ -42,3 +42,14 @@ def test_a_decision_trees_parameters_add_up_to_their_knob_and_a_study_without_va
     assert set(imp["speedup"]) == {"a", "tree"} and imp["speedup"]["tree"] > 0.9, imp
     assert "qos_loss" not in imp  # every loss is 0: nothing to explain
     assert importances(study_of(rows[:3]), ["a", "tree"]) == {}  # fewer trials than the minimum
+
+
+def test_a_parameter_of_many_named_values_is_grouped_by_name():
+    dist = {"exit": IntDistribution(0, 4), "mode": optuna.distributions.CategoricalDistribution(list("abcdefghij"))}
+    study = optuna.create_study(directions=["minimize", "maximize"])
+    for i in range(50):  # every exit value with every mode
+        params = {"exit": i % 5, "mode": "abcdefghij"[i // 5]}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=dist,
+                                                  values=[0.0, math.exp(0.3 * (i % 5 == 4))]))
+    imp = importances(study, ["exit", "mode"])
+    assert imp["speedup"]["exit"] > 0.9, imp  # ten names (no quartiles of text): the knob moving the speedup
