@@ -143,10 +143,10 @@ def test_float16_is_a_candidate_only_on_a_cpu_with_float16_arithmetic(flags, off
 
     monkeypatch.setattr(machine, "cpu_model_and_flags", lambda: ("a CPU", flags))
     monkeypatch.setattr(common, "device", lambda: "cpu")
-    reader = common.readers()[0]  # builds float32, bfloat16, float16 and int8 variants
+    reader = common.readers()[0]  # builds float32, bfloat16 and float16 variants (no int8: reader.py says why)
     lines = []
     kept = common.precision_candidates(reader, "reader.precision", lines.append)
-    assert ("float16" in kept) == offered and "bfloat16" in kept and "int8" in kept
+    assert ("float16" in kept) == offered and "bfloat16" in kept and "int8" not in kept
     assert [line for line in lines if "float16 arithmetic" in line] == \
         ([] if offered else ["reader.precision = float16 left out: this CPU has no float16 arithmetic (avx512_fp16, "
                              "amx_fp16): torch converts, slower than float32"])

@@ -55,7 +55,7 @@ def test_precision_variant_is_cached_and_leaves_the_float32_model_alone():
     assert next(bf.model.parameters()).dtype == torch.bfloat16
     assert next(m.model.parameters()).dtype == torch.float32
     assert bf.answer(QUESTION, CONTEXTS, 4).new_tokens == 4
-    with pytest.raises(ApproxError, match="has no int8 variant"):  # weight-only int8: SmolLM2's and the readers'
+    with pytest.raises(ApproxError, match="has no int8 variant"):  # weight-only int8: SmolLM2's
         m.with_precision("int8")
 
 
