@@ -73,7 +73,7 @@ def main() -> None:
     p.add_argument("--skip", type=int, default=0, help="evaluation questions skipped first")
     p.add_argument("--tokens", type=int, default=16, help="new tokens at most")
     p.add_argument("--engines", nargs="+", default=["ort-fp32", "ort-int8", "ov-f32", "ov-f32-auto", "ov-int8",
-                                                    "ov-int8-auto"],
+                                                    "ov-int8-auto", "ov-ort-int8"],
                    help="engine variants (frontends/components/llm/engine.py ENGINES)")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--baseline", default=None, metavar="ENGINE",

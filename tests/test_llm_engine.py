@@ -131,6 +131,25 @@ def test_f32_engines_give_eager_torch_answers(tiny, built, name):
         assert fast.answer(question, contexts, 8).text == tiny.answer(question, contexts, 8).text
 
 
+def test_the_cache_handed_from_openvino_to_onnxruntime_continues_the_same_decode(tiny, built):
+    """The int8 value's decoder (the prompt through OpenVINO, each new token through onnxruntime),
+    run on the float32 build, gives eager torch's tokens: the prompt's cache reaches onnxruntime
+    whole, every layer's keys and values in place."""
+    from frontends.components.llm.engine_decode import OvOrtGreedy
+
+    if "ov-f32" not in built:
+        pytest.skip("openvino not installed")
+    fp32 = built["ort-fp32"]
+    fast = copy.copy(fp32)
+    fast.decoder = OvOrtGreedy(fp32.build, 1, "f32")
+    for question, contexts in QUESTIONS:
+        tokens, logps, prompt = tiny.generate(question, contexts, 8, stop_at_line_end=False)
+        e_tokens, e_logps, e_prompt = fast.generate(question, contexts, 8, stop_at_line_end=False)
+        assert (e_tokens, e_prompt) == (tokens, prompt) and len(tokens) == 8
+        assert e_logps == pytest.approx(logps, abs=1e-3)
+    assert built["ov-ort-int8"].build == built["ort-int8"].build  # the same int8 build, read by both engines
+
+
 def test_int8_is_another_build_and_variants_are_torch(tiny, built):
     fp32, int8 = built["ort-fp32"], built["ort-int8"]
     assert engine.build_info(int8.build)["precision"] == "int8"

@@ -63,7 +63,8 @@ def test_each_engine_value_runs_another_build(llm):
     for precision, name in llm.engines.items():
         value = llm.with_precision(precision)
         assert value._engine_runs({}) and engine.build_info(value.build)["precision"] == engine.ENGINES[name][1]
-        assert type(value.decoder).__name__ == ("OvGreedy" if name.startswith("ov") else "OrtGreedy")
+        kinds = {"ort": "OrtGreedy", "ov": "OvGreedy", "ov+ort": "OvOrtGreedy"}
+        assert type(value.decoder).__name__ == kinds[engine.ENGINES[name][0]]
         decoders.add(id(value.decoder))
         assert value.answer(question, passages, 16).text.strip()
     assert len(decoders) == 1 + len(llm.engines) and "int8" in llm.engines

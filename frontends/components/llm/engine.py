@@ -9,9 +9,9 @@ once, cached under `cache_dir()/engines/<key>` with its build time and size
 (`build_info.json`). Nothing is downloaded: the builder reads the
 saved folder.
 
-Decoding is ours, token by token, with the same prompt ids (the caller's tokenizer),
-greedy, the same stop rule and the same new-token budget as `SmolLM2.generate`; the
-session runs on `threads` threads (1: the runs' rule).
+Decoding is ours (`engine_decode.py`), token by token, with the same prompt ids (the
+caller's tokenizer), greedy, the same stop rule and the same new-token budget as
+`SmolLM2.generate`; the session runs on `threads` threads (1: the runs' rule).
 
 `EngineSmolLM2` (`engine_model.py`) is the answer model whose exact configuration decodes
 through an engine (and its int8 / bfloat16 values through the engine builds that run them);
@@ -19,8 +19,9 @@ through an engine (and its int8 / bfloat16 values through the engine builds that
 `ort-fp32` on the CPU where this extra imports. The systems' loader
 (`examples/systems/common.smollm`) goes through it.
 
-OpenVINO (`ov-*` in ENGINES) reads that ONNX build, made stateful, compiled when loaded
-(`OvGreedy`), at f32 compute or at its own default precision for this CPU.
+OpenVINO (`ov-*` in ENGINES) reads that ONNX build, made stateful, compiled when loaded,
+at f32 compute or at its own default precision for this CPU; `ov-ort-int8` reads the
+prompt through OpenVINO and writes the new tokens through onnxruntime.
 
 Needs the `engine` extra (`pip install -e .[engine]`: onnxruntime-genai, onnx-ir; openvino)."""
 
@@ -52,12 +53,14 @@ TORCH = "torch"  # APPROX_LLM_ENGINE's value for eager torch
 EXACT = "ort-fp32"  # the default exact engine: its greedy answers equal eager torch float32's (60/60 measured)
 # name -> (engine, weights, compute hint): "ort" builds with onnxruntime-genai's model builder (int8:
 # MatMulNBits, blocks of 32, accuracy level 4 = int8 activations: its CPU defaults); "ov" reads that ONNX
-# into OpenVINO (its ONNX frontend knows the builder's com.microsoft ops); hint "f32" / "bf16": OpenVINO's
+# into OpenVINO (its ONNX frontend knows the builder's com.microsoft ops); "ov+ort": the prompt through
+# OpenVINO, the new tokens through onnxruntime (`engine_decode.OvOrtGreedy`); hint "f32" / "bf16": OpenVINO's
 # INFERENCE_PRECISION_HINT, None: its default on this CPU (bf16 compute where the CPU has bf16
 # instructions, dynamic int8 activations, u8 KV cache)
 ENGINES = {"ort-fp32": ("ort", "fp32", None), "ort-int8": ("ort", "int8", None), "ort-int4": ("ort", "int4", None),
            "ov-f32": ("ov", "fp32", "f32"), "ov-int8": ("ov", "int8", "f32"), "ov-bf16": ("ov", "fp32", "bf16"),
-           "ov-f32-auto": ("ov", "fp32", None), "ov-int8-auto": ("ov", "int8", None)}
+           "ov-f32-auto": ("ov", "fp32", None), "ov-int8-auto": ("ov", "int8", None),
+           "ov-ort-int8": ("ov+ort", "int8", "f32")}
 # weights -> (the builder's -p, its --extra_options). Every build computes the prompt's logits at its last
 # position only (prune_lm_head: the LM head is a fifth of a 678-token prefill; same answers, ort-fp32 1.84x -> 2.22x
 # eager torch on 20 RAG questions here). int4: round-to-nearest symmetric 4-bit MatMulNBits (the
@@ -78,12 +81,12 @@ EXIT_MAPS = "exit_maps"  # the early-exit maps (smollm.attach_exit_maps), which 
 
 
 def available(engine: str = "ort") -> bool:
-    """Whether onnxruntime-genai (and its builder's onnx_ir) import; with engine "ov" also openvino."""
+    """Whether onnxruntime-genai (and its builder's onnx_ir) import; with engine "ov" (or "ov+ort") also openvino."""
     try:
         import onnx_ir  # noqa: F401
         import onnxruntime_genai  # noqa: F401
 
-        if engine == "ov":
+        if engine.startswith("ov"):
             import openvino  # noqa: F401
     except ImportError:
         return False
@@ -241,128 +244,19 @@ def set_threads(folder: Path, threads: int) -> None:
     os.replace(tmp, path)
 
 
-def openvino_graph(onnx: Path):
-    """The stateful OpenVINO model of the ONNX build at `onnx`."""
-    import openvino as ov
-    from openvino._offline_transformations import apply_make_stateful_transformation
-
-    graph = ov.Core().read_model(str(Path(onnx) / "model.onnx"))
-    pairs = {i.any_name: i.any_name.replace("past_key_values", "present") for i in graph.inputs
-             if i.any_name.startswith("past_key_values")}
-    apply_make_stateful_transformation(graph, pairs)
-    return graph
-
-
-def ov_properties(threads: int, hint: str | None) -> dict:
-    props = {"INFERENCE_NUM_THREADS": str(threads), "NUM_STREAMS": "1", "PERFORMANCE_HINT": "LATENCY"}
-    if hint:
-        props["INFERENCE_PRECISION_HINT"] = hint
-    return props
-
-
 def build(model, tokenizer, name: str, out: Path | None = None, threads: int = 1) -> Path:
     """The build of `model` for the engine variant `name` (an ENGINES key), cached."""
     if name not in ENGINES:
         raise ApproxError(f"unknown engine {name!r} (expected one of {', '.join(ENGINES)})", where="engine")
     engine, weights, _ = ENGINES[name]
-    if engine == "ov" and not available("ov"):
+    if engine.startswith("ov") and not available("ov"):
         raise ApproxError("openvino is not installed (pip install -e .[engine])", where="engine")
-    # OpenVINO runs onnxruntime-genai's ONNX build of the same weights, compiled when loaded (`OvGreedy`)
+    # OpenVINO runs onnxruntime-genai's ONNX build of the same weights, compiled when loaded (engine_decode)
     return build_ort(model, tokenizer, weights, out, threads)
-
-
-def decoder(name: str, folder: Path, threads: int = 1):
-    """The greedy decoder of the build at `folder` for the engine variant `name`."""
-    engine, _, hint = ENGINES[name]
-    return OrtGreedy(folder, threads) if engine == "ort" else OvGreedy(folder, threads, hint)
 
 
 def build_info(folder: Path) -> dict:
     return json.loads((Path(folder) / INFO).read_text())
-
-
-# ---------------------------------------------------------------- decoding
-
-class OrtGreedy:
-    """Greedy decoding of an onnxruntime-genai build: `(ids, n, stop)` -> (tokens, log-probs)."""
-
-    def __init__(self, folder: Path, threads: int = 1):
-        import onnxruntime_genai as og
-
-        set_threads(folder, threads)
-        self.og, self.folder = og, Path(folder)
-        self.model = og.Model(str(folder))
-        self.window = json.loads((self.folder / "genai_config.json").read_text())["model"]["context_length"]
-
-    def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
-        og = self.og
-        ids = np.asarray(ids, dtype=np.int32).reshape(1, -1)
-        params = og.GeneratorParams(self.model)
-        params.set_search_options(max_length=int(ids.shape[1] + n), do_sample=False, num_beams=1,
-                                  repetition_penalty=1.0, min_length=0)
-        gen = og.Generator(self.model, params)
-        gen.append_tokens(ids)
-        tokens: list[int] = []
-        logps: list[float] = []
-        while len(tokens) < n and not gen.is_done():
-            logits = gen.get_logits()  # those the next token is chosen on
-            gen.generate_next_token()
-            token = int(gen.get_next_tokens()[0])
-            logps.append(log_softmax_at(logits, token))
-            tokens.append(token)
-            if stop(tokens):
-                break
-        return tokens, logps
-
-
-def log_softmax_at(logits, token: int) -> float:
-    logits = np.asarray(logits, dtype=np.float64).reshape(-1)
-    top = logits.max()
-    return float(logits[token] - top - np.log(np.exp(logits - top).sum()))
-
-
-class OvGreedy:
-    """Greedy decoding of onnxruntime-genai's ONNX build at `folder` through OpenVINO: read by
-    its ONNX frontend (which knows the builder's com.microsoft ops), made stateful (the KV cache
-    lives in the request, reset per call), compiled for this CPU on `threads` threads at the
-    precision `hint` (None: the plugin's default here). Compiled at each load (`compile_seconds`):
-    OpenVINO IR cannot hold the frontend's GroupQueryAttention extension op, and a compiled blob
-    exported and imported again (openvino 2026.4) computes NaNs; NNCF's `compress_weights`
-    rejects the graph (that op's outputs have a dynamic type), hence the builder's int8 weights."""
-
-    def __init__(self, folder: Path, threads: int = 1, hint: str | None = None):
-        import openvino as ov
-
-        self.ov, self.folder = ov, Path(folder)
-        config = json.loads((self.folder / "genai_config.json").read_text())["model"]
-        self.window = config["context_length"]
-        decoder = config["decoder"]
-        self.kv_shape = (1, decoder["num_key_value_heads"], 0, decoder["head_size"])
-        start = time.perf_counter()
-        self.compiled = ov.Core().compile_model(openvino_graph(self.folder), "CPU", ov_properties(threads, hint))
-        self.compile_seconds = time.perf_counter() - start
-        self.request = self.compiled.create_infer_request()
-        self.logits = self.compiled.output("logits")
-
-    def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
-        request = self.request
-        request.reset_state()
-        for state in request.query_state():  # an empty cache of batch 1 (the default state has batch 0)
-            state.state = self.ov.Tensor(np.zeros(self.kv_shape, dtype=np.float32))
-        step = np.asarray(ids, dtype=np.int64).reshape(1, -1)
-        length = step.shape[1]
-        tokens: list[int] = []
-        logps: list[float] = []
-        while len(tokens) < n:
-            out = request.infer({"input_ids": step, "attention_mask": np.ones((1, length), dtype=np.int64)})
-            logits = out[self.logits][0, -1]
-            token = int(np.argmax(logits))
-            logps.append(log_softmax_at(logits, token))
-            tokens.append(token)
-            if stop(tokens):
-                break
-            step, length = np.array([[token]], dtype=np.int64), length + 1
-        return tokens, logps
 
 
 # ---------------------------------------------------------------- the answer model

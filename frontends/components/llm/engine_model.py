@@ -4,9 +4,10 @@ decode through an inference engine build (`engine.py`); everything else is torch
 The exact configuration (float32, every layer, no per-token exit, no extra generation
 options) runs the exact engine (`ort-fp32`: its greedy answers equal eager torch's).
 Precision values map to engine builds of the same weights (`precision_engines`): int8 ->
-onnxruntime-genai's int8-weight build, bfloat16 -> OpenVINO at bf16 compute where the CPU
-has bf16 instructions (elsewhere torch's bfloat16, which the knob probe then judges), int4
--> onnxruntime-genai's int4-weight build. A variant that an engine cannot run (an early
+onnxruntime-genai's int8-weight build (its prompt through OpenVINO where installed),
+bfloat16 -> OpenVINO at bf16 compute where the CPU has bf16 instructions (elsewhere
+torch's bfloat16, which the knob probe then judges), int4 -> onnxruntime-genai's
+int4-weight build. A variant that an engine cannot run (an early
 exit's layers, a per-token exit, generation options) is the torch variant of the same
 precision, built on first need; int4 has none (ENGINE_ONLY): asking for one is an ApproxError."""
 
@@ -21,6 +22,7 @@ import torch
 
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm import engine as eng
+from frontends.components.llm import engine_decode
 from frontends.components.llm.smollm import SmolLM2, chat_turn
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the CPU instructions OpenVINO's bf16 compute needs to pay
@@ -35,16 +37,17 @@ def engine_only(precision: str, where: str, why: str = "") -> None:
 
 def precision_engines() -> dict[str, str]:
     """{precision value: the engine variant that runs it} with the engines installed here.
-    int8: the int8-weight build through OpenVINO at f32 compute (weight-only, as the precision
-    table says; on the probe's RAG prompts 1.46x over the exact engine where onnxruntime-genai's
-    own int8 run gave 1.06x: prefill-bound), onnxruntime-genai's without openvino; bfloat16:
+    int8: the int8-weight build (weight-only, as the precision table says), its prompt through
+    OpenVINO at f32 compute and its new tokens through onnxruntime (on the probe's RAG prompts
+    ~1.5x over the exact engine, where OpenVINO alone ran ~1.3x and onnxruntime-genai alone
+    1.12x: `engine_decode`), onnxruntime-genai's without openvino; bfloat16:
     OpenVINO's bf16 compute, only where the CPU has bf16 instructions; int4: onnxruntime-genai's
     int4 build (OpenVINO does not read it, `engine.WEIGHTS`)."""
     from frontends.components.machine import cpu_has
 
     if not eng.available("ov"):
         return {"int8": "ort-int8", "int4": "ort-int4"}
-    found = {"int8": "ov-int8", "int4": "ort-int4"}
+    found = {"int8": "ov-ort-int8", "int4": "ort-int4"}
     if cpu_has(BF16_FLAGS):
         found["bfloat16"] = "ov-bf16"
     return found
@@ -56,7 +59,7 @@ class EngineSmolLM2(SmolLM2):
 
     engine: str | None = None  # the exact configuration's ENGINES name
     build: Path | None = None  # that engine build's folder (of this variant's engine)
-    decoder: Any = None  # OrtGreedy / OvGreedy of this variant (None: a torch variant)
+    decoder: Any = None  # the engine_decode decoder of this variant (None: a torch variant)
     engines: dict[str, str]  # precision value -> the ENGINES name that runs it
     threads: int = 1  # the engines' threads
     builds: Path | None = None  # the folder holding the builds (None: the engine cache)
@@ -84,7 +87,7 @@ class EngineSmolLM2(SmolLM2):
         """(folder, decoder) of the engine variant `name` of these weights, built once."""
         folder = None if self.builds is None else Path(self.builds) / eng.ENGINE_PRECISIONS[name]
         built = eng.build(self._root().__dict__["model"], self.tokenizer, name, folder, self.threads)
-        return built, eng.decoder(name, built, self.threads)
+        return built, engine_decode.decoder(name, built, self.threads)
 
     def _root(self):
         return self.__dict__.get("_variant_root", self)
@@ -109,7 +112,7 @@ class EngineSmolLM2(SmolLM2):
         self.__dict__["model"] = value
 
     def values_text(self) -> str:
-        """'bfloat16=ov-bf16,int8=ov-int8': which engine runs which precision value."""
+        """'bfloat16=ov-bf16,int8=ov-ort-int8': which engine runs which precision value."""
         return ",".join(f"{p}={e}" for p, e in sorted(self.engines.items()))
 
     def identity(self) -> str:

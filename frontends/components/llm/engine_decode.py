@@ -1,0 +1,190 @@
+"""Greedy decoding of an engine build (`engine.py`): token by token, with the caller's
+prompt ids, its stop rule and new-token budget, on `threads` threads.
+
+Three decoders read the same ONNX build: onnxruntime-genai's (`OrtGreedy`); OpenVINO's,
+the build made stateful and compiled when loaded (`OvGreedy`); and one that reads the
+prompt through OpenVINO and writes the new tokens through onnxruntime (`OvOrtGreedy`).
+The third exists because the two engines are fast at different halves of the work on a
+CPU: OpenVINO's int8 prefill (int8 weights, activations quantised on the fly) ran 1.57x
+onnxruntime-genai's float32 on the probe's RAG prompts here, where onnxruntime's own int8
+prefill ran 1.06x; but each new token, a read of every weight, took OpenVINO ~18 ms and
+onnxruntime's int8 matrix-vector kernel ~8-11 ms (`bench/engine_probe.py`). The prompt's
+key/value cache moves from one to the other once per call."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from frontends.components.llm.engine import ENGINES, set_threads
+
+PAST, PRESENT = "past_key_values", "present"  # the builder's cache input / output names
+
+
+def decoder(name: str, folder: Path, threads: int = 1):
+    """The greedy decoder of the build at `folder` for the engine variant `name`."""
+    engine, _, hint = ENGINES[name]
+    kinds = {"ort": lambda: OrtGreedy(folder, threads), "ov": lambda: OvGreedy(folder, threads, hint),
+             "ov+ort": lambda: OvOrtGreedy(folder, threads, hint)}
+    return kinds[engine]()
+
+
+def log_softmax_at(logits, token: int) -> float:
+    logits = np.asarray(logits, dtype=np.float64).reshape(-1)
+    top = logits.max()
+    return float(logits[token] - top - np.log(np.exp(logits - top).sum()))
+
+
+class OrtGreedy:
+    """Greedy decoding of an onnxruntime-genai build: `(ids, n, stop)` -> (tokens, log-probs)."""
+
+    def __init__(self, folder: Path, threads: int = 1):
+        import onnxruntime_genai as og
+
+        set_threads(folder, threads)
+        self.og, self.folder = og, Path(folder)
+        self.model = og.Model(str(folder))
+        self.window = json.loads((self.folder / "genai_config.json").read_text())["model"]["context_length"]
+
+    def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
+        og = self.og
+        ids = np.asarray(ids, dtype=np.int32).reshape(1, -1)
+        params = og.GeneratorParams(self.model)
+        params.set_search_options(max_length=int(ids.shape[1] + n), do_sample=False, num_beams=1,
+                                  repetition_penalty=1.0, min_length=0)
+        gen = og.Generator(self.model, params)
+        gen.append_tokens(ids)
+        tokens: list[int] = []
+        logps: list[float] = []
+        while len(tokens) < n and not gen.is_done():
+            logits = gen.get_logits()  # those the next token is chosen on
+            gen.generate_next_token()
+            token = int(gen.get_next_tokens()[0])
+            logps.append(log_softmax_at(logits, token))
+            tokens.append(token)
+            if stop(tokens):
+                break
+        return tokens, logps
+
+
+def openvino_graph(onnx: Path):
+    """The stateful OpenVINO model of the ONNX build at `onnx`."""
+    import openvino as ov
+    from openvino._offline_transformations import apply_make_stateful_transformation
+
+    graph = ov.Core().read_model(str(Path(onnx) / "model.onnx"))
+    pairs = {i.any_name: i.any_name.replace(PAST, PRESENT) for i in graph.inputs if i.any_name.startswith(PAST)}
+    apply_make_stateful_transformation(graph, pairs)
+    return graph
+
+
+def ov_properties(threads: int, hint: str | None) -> dict:
+    props = {"INFERENCE_NUM_THREADS": str(threads), "NUM_STREAMS": "1", "PERFORMANCE_HINT": "LATENCY"}
+    if hint:
+        props["INFERENCE_PRECISION_HINT"] = hint
+    return props
+
+
+class OvGreedy:
+    """Greedy decoding of onnxruntime-genai's ONNX build at `folder` through OpenVINO: read by
+    its ONNX frontend (which knows the builder's com.microsoft ops), made stateful (the KV cache
+    lives in the request, reset per call), compiled for this CPU on `threads` threads at the
+    precision `hint` (None: the plugin's default here). Compiled at each load (`compile_seconds`):
+    OpenVINO IR cannot hold the frontend's GroupQueryAttention extension op, and a compiled blob
+    exported and imported again (openvino 2026.4) computes NaNs; NNCF's `compress_weights`
+    rejects the graph (that op's outputs have a dynamic type), hence the builder's int8 weights."""
+
+    def __init__(self, folder: Path, threads: int = 1, hint: str | None = None):
+        import openvino as ov
+
+        self.ov, self.folder = ov, Path(folder)
+        config = json.loads((self.folder / "genai_config.json").read_text())["model"]
+        self.window = config["context_length"]
+        decoder = config["decoder"]
+        self.kv_shape = (1, decoder["num_key_value_heads"], 0, decoder["head_size"])
+        start = time.perf_counter()
+        self.compiled = ov.Core().compile_model(openvino_graph(self.folder), "CPU", ov_properties(threads, hint))
+        self.compile_seconds = time.perf_counter() - start
+        self.request = self.compiled.create_infer_request()
+        self.logits = self.compiled.output("logits")
+
+    def prompt(self, ids) -> np.ndarray:
+        """The logits after the prompt `ids`, its cache left in the request."""
+        request = self.request
+        request.reset_state()
+        for state in request.query_state():  # an empty cache of batch 1 (the default state has batch 0)
+            state.state = self.ov.Tensor(np.zeros(self.kv_shape, dtype=np.float32))
+        ids = np.asarray(ids, dtype=np.int64).reshape(1, -1)
+        return self.step(ids, ids.shape[1])
+
+    def step(self, ids: np.ndarray, length: int) -> np.ndarray:
+        out = self.request.infer({"input_ids": ids, "attention_mask": np.ones((1, length), dtype=np.int64)})
+        return out[self.logits][0, -1]
+
+    def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
+        logits, length = self.prompt(ids), len(ids)
+        tokens: list[int] = []
+        logps: list[float] = []
+        while len(tokens) < n:
+            token = int(np.argmax(logits))
+            logps.append(log_softmax_at(logits, token))
+            tokens.append(token)
+            if len(tokens) == n or stop(tokens):
+                break
+            length += 1
+            logits = self.step(np.array([[token]], dtype=np.int64), length)
+        return tokens, logps
+
+
+class OvOrtGreedy(OvGreedy):
+    """The prompt through OpenVINO (`OvGreedy.prompt`), each new token through an onnxruntime
+    session of the same ONNX file, the cache handed over once per call (the builder's
+    `past_key_values.N.key` / `.value` inputs, `present.N.*` outputs): see the module docstring."""
+
+    def __init__(self, folder: Path, threads: int = 1, hint: str | None = None):
+        import onnxruntime as ort
+
+        super().__init__(folder, threads, hint)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = int(threads), 1
+        self.ort = ort
+        self.session = ort.InferenceSession(str(self.folder / "model.onnx"), options,
+                                            providers=["CPUExecutionProvider"])
+        self.past = [i.name for i in self.session.get_inputs() if i.name.startswith(PAST)]
+        self.outputs = ["logits", *(name.replace(PAST, PRESENT) for name in self.past)]
+
+    def cache(self) -> dict:
+        """The prompt's cache from the OpenVINO request, by the onnxruntime input it feeds (the
+        stateful model names each state after its input and output joined)."""
+        states = {s.name: s.state.data for s in self.request.query_state()}
+        return {name: self.ort.OrtValue.ortvalue_from_numpy(np.array(states[name + name.replace(PAST, PRESENT)]))
+                for name in self.past}
+
+    def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
+        logits, length = self.prompt(ids), len(ids)
+        cache = None
+        tokens: list[int] = []
+        logps: list[float] = []
+        while len(tokens) < n:
+            token = int(np.argmax(logits))
+            logps.append(log_softmax_at(logits, token))
+            tokens.append(token)
+            if len(tokens) == n or stop(tokens):
+                break
+            length += 1
+            cache = cache or self.cache()
+            binding = self.session.io_binding()  # the cache stays in onnxruntime's values between tokens
+            binding.bind_cpu_input("input_ids", np.array([[token]], dtype=np.int64))
+            binding.bind_cpu_input("attention_mask", np.ones((1, length), dtype=np.int64))
+            for name, value in cache.items():
+                binding.bind_ortvalue_input(name, value)
+            for name in self.outputs:
+                binding.bind_output(name, "cpu")
+            self.session.run_with_iobinding(binding)
+            out = binding.get_outputs()
+            logits = out[0].numpy()[0, -1]
+            cache = dict(zip(self.past, out[1:]))
+        return tokens, logps
