@@ -14,7 +14,8 @@ tool), which `tune()` runs on any such program:
    that take the time (a knob is `<label>.<setting>`). Where the study's trials afford
    the whole screen, the program's own knobs come at every value first (each value a
    route: a search that runs out of time early has tried them all); where they do not,
-   every knob at its gentlest step first, then its other values. With stages, a
+   every knob at its gentlest step first (a precision knob at each value the machine's
+   probe kept), then its other values. With stages, a
    configuration stops after the first slice when one measured on the same slice
    answers it as well, faster.
 3. **Dynamic from static.** The dynamic study starts from the static front: each front
@@ -47,6 +48,7 @@ from autotuner.space import config_key
 NEGLIGIBLE = 0.02  # share of the exact program's time under which a component's knobs are fixed
 PROFILE_INPUTS = 8  # tuning inputs the profile runs on
 STRATEGY_FILE = "strategy.json"
+PRECISION = "precision_reduce"  # a precision knob's transform: each of its values a gentlest step of the screen
 
 
 def applies(program) -> bool:
@@ -87,8 +89,11 @@ def screen(space, shares: dict[str, float], slots: int | None = None) -> list[di
     component's time, so a search that runs out of time after a dozen configurations
     (an LLM pass each) has tried every route. Where it does not fit (a small trial
     budget), every knob at its gentlest step first, then at its other values: each knob
-    is looked at once. A cheap configuration measured early stops the costly ones that
-    answer no better after the first stage (`autotuner._objective`)."""
+    is looked at once. Every value of a precision knob is a gentlest step: a program offers
+    those its machine's probe found faster than the exact value and answering as it does
+    (`machine.paying_values`), and which of them is fastest is the machine's (bfloat16 or
+    int8, by CPU). A cheap configuration measured early stops the costly ones that answer
+    no better after the first stage (`autotuner._objective`)."""
     base = space.seeds()[0]
     ranked = sorted((d for d in space.free() if not d.dynamic),
                     key=lambda d: ("." in d.name, -shares.get(d.name.split(".")[0], 0.0)))
@@ -97,9 +102,10 @@ def screen(space, shares: dict[str, float], slots: int | None = None) -> list[di
     components = any("." in d.name for d in ranked)  # else no knob is a component's: none is a route
     own = [d for d in ranked if fits and components and "." not in d.name]
     rest = [d for d in ranked if d not in own]
+    gentle = {d.name: len(steps[d.name]) if d.spec.transform_type == PRECISION else 1 for d in rest}
     out = [{**base, d.name: {"knob_val": v}} for d in own for v in steps[d.name]]
-    out += [{**base, d.name: {"knob_val": steps[d.name][0]}} for d in rest if steps[d.name]]
-    out += [{**base, d.name: {"knob_val": v}} for d in rest for v in steps[d.name][1:]]
+    out += [{**base, d.name: {"knob_val": v}} for d in rest for v in steps[d.name][:gentle[d.name]]]
+    out += [{**base, d.name: {"knob_val": v}} for d in rest for v in steps[d.name][gentle[d.name]:]]
     return out
 
 

@@ -91,6 +91,13 @@ class Routed:
                 KnobSpec("route", "f", "param", "static", (0, 1, 2))]
 
 
+class RoutedWithPrecision(Routed):
+    def knobs(self):
+        from passes.knobs import KnobSpec
+
+        return [*super().knobs(), KnobSpec("llm.precision", "f", "precision_reduce", "static", (0, 1, 2))]
+
+
 def test_the_screen_takes_the_programs_own_knobs_before_those_of_the_component_taking_the_time():
     """Every route first where the study's trials afford the whole screen (a search that
     runs out of time early has tried them all); else each knob's gentlest step first."""
@@ -106,6 +113,11 @@ def test_the_screen_takes_the_programs_own_knobs_before_those_of_the_component_t
     assert changed(None) == changed(5) == changed(200) == routes_first
     assert changed(4) == changed(2) == [("route", 1), ("llm.tokens", 1), ("bm25.top_k", 1), ("route", 2),
                                         ("llm.tokens", 2)]
+    # a precision knob's values are each a gentlest step (each kept by the machine's probe; which is the
+    # fastest is the CPU's): every one is screened with the other knobs' first steps
+    space = SearchSpace.from_program(RoutedWithPrecision(), "static")
+    assert changed(4)[:6] == [("route", 1), ("llm.tokens", 1), ("llm.precision", 1), ("llm.precision", 2),
+                              ("bm25.top_k", 1), ("route", 2)]
 
 
 def test_narrow_and_fix():
