@@ -142,7 +142,8 @@ class OvGreedy:
 class OvOrtGreedy(OvGreedy):
     """The prompt through OpenVINO (`OvGreedy.prompt`), each new token through an onnxruntime
     session of the same ONNX file, the cache handed over once per call (the builder's
-    `past_key_values.N.key` / `.value` inputs, `present.N.*` outputs): see the module docstring."""
+    `past_key_values.N.key` / `.value` inputs, `present.N.*` outputs) and bound once: see the
+    module docstring."""
 
     def __init__(self, folder: Path, threads: int = 1, hint: str | None = None):
         import onnxruntime as ort
@@ -154,18 +155,25 @@ class OvOrtGreedy(OvGreedy):
         self.session = ort.InferenceSession(str(self.folder / "model.onnx"), options,
                                             providers=["CPUExecutionProvider"])
         self.past = [i.name for i in self.session.get_inputs() if i.name.startswith(PAST)]
-        self.outputs = ["logits", *(name.replace(PAST, PRESENT) for name in self.past)]
 
-    def cache(self) -> dict:
+    def cache(self, room: int) -> dict:
         """The prompt's cache from the OpenVINO request, by the onnxruntime input it feeds (the
-        stateful model names each state after its input and output joined)."""
+        stateful model names each state after its input and output joined), in buffers with
+        `room` more positions: onnxruntime writes each new token's keys and values in place
+        (the same buffer bound as the layer's past and present) instead of copying the
+        whole cache every token."""
         states = {s.name: s.state.data for s in self.request.query_state()}
-        return {name: self.ort.OrtValue.ortvalue_from_numpy(np.array(states[name + name.replace(PAST, PRESENT)]))
-                for name in self.past}
+        buffers = {}
+        for name in self.past:
+            state = states[name + name.replace(PAST, PRESENT)]
+            buffer = np.zeros((*state.shape[:2], state.shape[2] + room, state.shape[3]), dtype=np.float32)
+            buffer[:, :, :state.shape[2]] = state
+            buffers[name] = self.ort.OrtValue.ortvalue_from_numpy(buffer)
+        return buffers
 
     def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
         logits, length = self.prompt(ids), len(ids)
-        cache = None
+        binding = None
         tokens: list[int] = []
         logps: list[float] = []
         while len(tokens) < n:
@@ -175,16 +183,14 @@ class OvOrtGreedy(OvGreedy):
             if len(tokens) == n or stop(tokens):
                 break
             length += 1
-            cache = cache or self.cache()
-            binding = self.session.io_binding()  # the cache stays in onnxruntime's values between tokens
+            if binding is None:
+                binding = self.session.io_binding()
+                binding.bind_output("logits", "cpu")  # first: get_outputs() lists the outputs as bound
+                for name, value in self.cache(n).items():
+                    binding.bind_ortvalue_input(name, value)
+                    binding.bind_ortvalue_output(name.replace(PAST, PRESENT), value)
             binding.bind_cpu_input("input_ids", np.array([[token]], dtype=np.int64))
             binding.bind_cpu_input("attention_mask", np.ones((1, length), dtype=np.int64))
-            for name, value in cache.items():
-                binding.bind_ortvalue_input(name, value)
-            for name in self.outputs:
-                binding.bind_output(name, "cpu")
             self.session.run_with_iobinding(binding)
-            out = binding.get_outputs()
-            logits = out[0].numpy()[0, -1]
-            cache = dict(zip(self.past, out[1:]))
+            logits = binding.get_outputs()[0].numpy()[0, -1]
         return tokens, logps
