@@ -27,15 +27,31 @@ PAST, PRESENT = "past_key_values", "present"  # the builder's cache input / outp
 def decoder(name: str, folder: Path, threads: int = 1):
     """The greedy decoder of the build at `folder` for the engine variant `name`."""
     engine, _, hint = ENGINES[name]
-    kinds = {"ort": lambda: OrtGreedy(folder, threads), "ov": lambda: OvGreedy(folder, threads, hint),
-             "ov+ort": lambda: OvOrtGreedy(folder, threads, hint)}
-    return kinds[engine]()
+    if engine == "ort":
+        return OrtGreedy(folder, threads)
+    return (OvOrtGreedy if engine == "ov+ort" else OvGreedy)(folder, threads, hint)
 
 
 def log_softmax_at(logits, token: int) -> float:
     logits = np.asarray(logits, dtype=np.float64).reshape(-1)
     top = logits.max()
     return float(logits[token] - top - np.log(np.exp(logits - top).sum()))
+
+
+def greedy(logits, advance, n: int, stop) -> tuple[list[int], list[float]]:
+    """Greedy tokens from the prompt's `logits`: each the argmax, with its log-probability,
+    until `n` or `stop(tokens)`; `advance(token, fed)` feeds a token (the `fed`-th new one)
+    and returns the next logits."""
+    tokens: list[int] = []
+    logps: list[float] = []
+    while len(tokens) < n:
+        token = int(np.argmax(logits))
+        logps.append(log_softmax_at(logits, token))
+        tokens.append(token)
+        if len(tokens) == n or stop(tokens):
+            break
+        logits = advance(token, len(tokens))
+    return tokens, logps
 
 
 class OrtGreedy:
@@ -125,18 +141,9 @@ class OvGreedy:
         return out[self.logits][0, -1]
 
     def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
-        logits, length = self.prompt(ids), len(ids)
-        tokens: list[int] = []
-        logps: list[float] = []
-        while len(tokens) < n:
-            token = int(np.argmax(logits))
-            logps.append(log_softmax_at(logits, token))
-            tokens.append(token)
-            if len(tokens) == n or stop(tokens):
-                break
-            length += 1
-            logits = self.step(np.array([[token]], dtype=np.int64), length)
-        return tokens, logps
+        length = len(ids)
+        return greedy(self.prompt(ids), lambda token, fed: self.step(np.array([[token]], dtype=np.int64),
+                                                                     length + fed), n, stop)
 
 
 class OvOrtGreedy(OvGreedy):
@@ -174,23 +181,18 @@ class OvOrtGreedy(OvGreedy):
     def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
         logits, length = self.prompt(ids), len(ids)
         binding = None
-        tokens: list[int] = []
-        logps: list[float] = []
-        while len(tokens) < n:
-            token = int(np.argmax(logits))
-            logps.append(log_softmax_at(logits, token))
-            tokens.append(token)
-            if len(tokens) == n or stop(tokens):
-                break
-            length += 1
-            if binding is None:
+
+        def advance(token: int, fed: int) -> np.ndarray:
+            nonlocal binding
+            if binding is None:  # bound once per call, on the first new token fed
                 binding = self.session.io_binding()
                 binding.bind_output("logits", "cpu")  # first: get_outputs() lists the outputs as bound
                 for name, value in self.cache(n).items():
                     binding.bind_ortvalue_input(name, value)
                     binding.bind_ortvalue_output(name.replace(PAST, PRESENT), value)
             binding.bind_cpu_input("input_ids", np.array([[token]], dtype=np.int64))
-            binding.bind_cpu_input("attention_mask", np.ones((1, length), dtype=np.int64))
+            binding.bind_cpu_input("attention_mask", np.ones((1, length + fed), dtype=np.int64))
             self.session.run_with_iobinding(binding)
-            logits = binding.get_outputs()[0].numpy()[0, -1]
-        return tokens, logps
+            return binding.get_outputs()[0].numpy()[0, -1]
+
+        return greedy(logits, advance, n, stop)
