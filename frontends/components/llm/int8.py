@@ -29,11 +29,11 @@ class Int8Linear(nn.Module):
         return y.reshape(*x.shape[:-1], y.shape[-1]).to(x.dtype)
 
 
-def quantise_linears(model: nn.Module, act: torch.dtype, skip: tuple[str, ...] = ("lm_head",)) -> nn.Module:
-    """`model` (in place) with every nn.Linear but those named in `skip` as an
-    Int8Linear computing in `act`, the rest of the model cast to `act`."""
+def quantise_linears(model: nn.Module, act: torch.dtype) -> nn.Module:
+    """`model` (in place) with every nn.Linear but the LM head as an Int8Linear
+    computing in `act`, the rest of the model cast to `act`."""
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
-            if isinstance(child, nn.Linear) and name not in skip:
+            if isinstance(child, nn.Linear) and name != "lm_head":
                 setattr(module, name, Int8Linear(child, act))
     return model.to(act)
