@@ -1,6 +1,6 @@
 """`make demo`: one compound AI system end to end in a few minutes on two cores.
 
-RAG-BM25 over all 2,067 SQuAD dev paragraphs with the fine-tuned SmolLM2 answering
+RAG-BM25 over all 2,067 SQuAD dev paragraphs with the fine-tuned Gemma 3 270M answering
 (`make demo`, small: 8 tuning questions, 20 held-out, 1-2 s per exact question) or the
 trained MiniLM readers (`make demo SYSTEM=rag_bm25`, 16 tuning questions, 80 held
 out): compile its decorated program (retrieval and answer models are component

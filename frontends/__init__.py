@@ -27,7 +27,7 @@ from frontends.knob_config import (
 
 _PROVIDERS = {
     "frontends.components.llm": ("Answer", "AnswerModel", "CausalLM", "ExtractiveReader", "Fallback", "ModelCascade",
-                                 "OpenAIAnswerModel", "SmolLM2"),
+                                 "Gemma3", "OpenAIAnswerModel", "SmolLM2"),
     "frontends.components.retrieval": ("Bm25Retriever", "DenseRetriever", "Hits", "MiniLMEncoder"),
     "frontends.components.tools": ("KeywordTriage", "EmbeddingTriage", "Tool", "ToolRegistry"),
 }

@@ -1,6 +1,6 @@
 """The prompt budgets of the generate op (`context_tokens`, `compress_tokens`):
 the cuts themselves (words as tokens), each declared value on real RAG prompts
-counted with SmolLM2's tokenizer (None: the identical prompt; every value: a
+counted with the answer model's tokenizer (None: the identical prompt; every value: a
 different, shorter one), and the LLM RAG system deciding them per question."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_compress_drops_the_sentences_sharing_fewest_words_with_the_question():
 @pytest.fixture(scope="module")
 def rag():
     system = rag_bm25.llm_system()
-    llm = common.smollm()
+    llm = common.gemma()
     cases = [(q, [system.corpus[i] for i in system.search(q).ids]) for q in SQUAD_QUESTIONS]
     return system, llm, cases
 

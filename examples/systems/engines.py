@@ -23,10 +23,10 @@ def exact() -> None:
 
 
 def answer() -> None:
-    from examples.systems.common import smollm
+    from examples.systems.common import gemma
     from examples.systems.rag.program import llm_precisions
 
-    llm_precisions(smollm())
+    llm_precisions(gemma())
 
 
 def writer() -> None:

@@ -1,7 +1,7 @@
 """RAG-BM25: preprocess the question, BM25 over all 2,067 SQuAD dev paragraphs,
 top-3 passages, answer with the extractive reader (pro, 6 layers; or fast, 3);
 RAG-BM25-LLM (`llm_system()`): the same program answering with the fine-tuned
-SmolLM2-135M-Instruct (16 new tokens), the pro reader as its cheap model.
+Gemma 3 270M (16 new tokens), the pro reader as its cheap model.
 
 One decorated program (`rag.program.rag_program`); its components are IR:
 `component.retrieve` (BM25, scoring and top-k in the JIT-compiled kernel of
@@ -14,8 +14,8 @@ Knobs (all exact at 0):
   bm25.docs        param: the scoring kernel's corpus subsetting (loop_perforate k: every k-th document)
   answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
                    context_chars, sentences, precision (bfloat16, float16); with the LLM
-                   (`rag.program.llm_answer_models`): cascade pro reader -> SmolLM2,
-                   max_new_tokens, passages, context_chars, sentences, layers (early exit)
+                   (`rag.program.llm_answer_models`): cascade pro reader -> Gemma 3,
+                   max_new_tokens, passages, context_chars, sentences, precision
   prompt           (LLM) the answer op's prompt budgets per question (context_tokens,
                    compress_tokens decided together), a ladder on the same margin
   read             the answer step: variant per question (rag_program), decided by the
@@ -59,12 +59,12 @@ def bm25_retrieval(corpus: tuple[str, ...]):
 @functools.lru_cache(maxsize=4)
 def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSystem:
     """The system over `corpus` (default: all SQuAD dev paragraphs), built once;
-    `llm`: SmolLM2 answers (RAG-BM25-LLM)."""
+    `llm`: Gemma 3 answers (RAG-BM25-LLM)."""
     return rag_system("rag_bm25", corpus, bm25_retrieval, bm25_margin, [400, 800], MARGIN_UPPER, STAGES, llm)
 
 
 def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
-    """RAG-BM25-LLM: the system answering with SmolLM2."""
+    """RAG-BM25-LLM: the system answering with Gemma 3 270M."""
     return system(corpus, llm=True)
 
 

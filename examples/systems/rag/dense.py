@@ -2,7 +2,7 @@
 embeddings of all 2,067 SQuAD dev paragraphs (cached under .cache/approx), top-3
 passages, answer with the extractive reader (pro, 6 layers; or fast, 3);
 RAG-dense-LLM (`llm_system()`): the same program answering with the fine-tuned
-SmolLM2-135M-Instruct (16 new tokens), the pro reader as its cheap model.
+Gemma 3 270M (16 new tokens), the pro reader as its cheap model.
 
 One decorated program (`rag.program.rag_program`); its components are IR:
 `component.embed` (the query encoder, rag/query_encoder.py), `component.retrieve`
@@ -17,8 +17,8 @@ Knobs (all exact at 0):
   dense.precision  precision_reduce: the kernel's dot product in f32 or f16 (f64 exact)
   answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
                    context_chars, sentences, precision (bfloat16, float16); with the LLM
-                   (`rag.program.llm_answer_models`): cascade pro reader -> SmolLM2,
-                   max_new_tokens, passages, context_chars, sentences, layers (early exit)
+                   (`rag.program.llm_answer_models`): cascade pro reader -> Gemma 3,
+                   max_new_tokens, passages, context_chars, sentences, precision
   prompt           (LLM) the answer op's prompt budgets per question (context_tokens,
                    compress_tokens decided together), a ladder on the same margin
   read             the answer step: variant per question (rag_program), decided by the
@@ -74,12 +74,12 @@ def dense_retrieval(corpus: tuple[str, ...]):
 @functools.lru_cache(maxsize=4)
 def system(corpus: tuple[str, ...] | None = None, llm: bool = False) -> RagSystem:
     """The system over `corpus` (default: all SQuAD dev paragraphs), built once;
-    `llm`: SmolLM2 answers (RAG-dense-LLM)."""
+    `llm`: Gemma 3 answers (RAG-dense-LLM)."""
     return rag_system("rag_dense", corpus, dense_retrieval, dense_margin, [40, 80], MARGIN_UPPER, STAGES, llm)
 
 
 def llm_system(corpus: tuple[str, ...] | None = None) -> RagSystem:
-    """RAG-dense-LLM: the system answering with SmolLM2."""
+    """RAG-dense-LLM: the system answering with Gemma 3 270M."""
     return system(corpus, llm=True)
 
 

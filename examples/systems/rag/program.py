@@ -25,7 +25,7 @@ into the module too, so their component ops take the same knobs:
   2 the cheap model on every retrieved passage
   3 the cheap model on the top passage only
 The answer model is the pro extractive reader (cheap model: the fast reader,
-`answer_models`) or the fine-tuned SmolLM2 (cheap model: the pro reader,
+`answer_models`) or the fine-tuned Gemma 3 270M (cheap model: the pro reader,
 `llm_answer_models`).
 `RagSystem` is its Program (`program.SystemProgram`) with what the tuning scripts
 need besides (exact answers, the retrieval stages' share of the time, the decision's
@@ -40,9 +40,9 @@ from examples.systems.common import (
     answer_model_name,
     paying_precisions,
     rag_probe,
+    gemma,
     readers,
     reuse_answers,
-    smollm,
 )
 from examples.systems.program import SystemProgram
 from frontends import DecisionTree, Knob
@@ -80,7 +80,7 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
     per-token exit at 99-80 % confidence 0.97-1.04x (decode is ~22 % of the time). The
     precision values are those measured to pay on this machine (`llm_precisions`):
     bfloat16 prefill runs 3.2x faster than float32 on a CPU with AMX and 5x slower on
-    one without bf16 instructions. The prompt budgets (in SmolLM2 tokens) are decided
+    one without bf16 instructions. The prompt budgets (in the model's tokens) are decided
     per question by `prompt`'s ladder (`rag_program`): the passages together cut to
     PROMPT_TOKENS, then brought to COMPRESS_TOKENS by dropping the sentences sharing
     fewest words with the question."""
@@ -91,6 +91,8 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
              Tune.param("layers", 25, 20), Tune.param("token_exit", *LLM_TOKEN_EXITS),
              Tune.param("context_tokens", *PROMPT_TOKENS, decided=True),
              Tune.param("compress_tokens", *COMPRESS_TOKENS, decided=True)]
+    # early exits only where the model's adapters trained them (an untrained cut answers junk)
+    tune = [t for t in tune if t.parameter not in ("layers", "token_exit") or t.parameter in llm.supports]
     return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
 
 
@@ -147,7 +149,7 @@ def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fa
 def rag_system(name: str, corpus: Sequence[str] | None, retrieval: Callable, state: Callable,
                thresholds: Sequence[int], upper: int, stage_knobs: dict[str, Sequence[str]],
                llm: bool = False) -> RagSystem:
-    """The RAG system `name` (`llm`: `name`_llm, SmolLM2 answering) over `corpus`
+    """The RAG system `name` (`llm`: `name`_llm, Gemma 3 answering) over `corpus`
     (None: all SQuAD dev paragraphs): `retrieval(corpus)` gives its retriever (whose
     exact build is `RagSystem.search`), its retrieval by it (a component op, or a
     decorated function of them) and the retrieval's costly deterministic providers,
@@ -158,7 +160,7 @@ def rag_system(name: str, corpus: Sequence[str] | None, retrieval: Callable, sta
     corpus = tuple(corpus or squad.paragraphs())
     retriever, retrieve, keep = retrieval(corpus)
     name = f"{name}_llm" if llm else name
-    answer, cheap = llm_answer_models(readers()[1], smollm()) if llm else answer_models(*readers())
+    answer, cheap = llm_answer_models(readers()[1], gemma()) if llm else answer_models(*readers())
     program = rag_program(name, corpus, retrieve, answer, cheap, state, thresholds, upper)
     reuse = [answer.provider, cheap.provider, *keep] if reuse_answers(llm) else ()
     return RagSystem(name, program, corpus, retriever.build({}), state, stage_knobs=stage_knobs,

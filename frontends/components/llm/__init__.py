@@ -11,13 +11,13 @@ from frontends.components.llm.context_cuts import limit_contexts, select_sentenc
 __all__ = [
     "Answer", "AnswerModel", "build_prompt", "limit_contexts", "select_sentences", "parse_prompt",
     "ModelCascade", "Fallback", "CausalLM", "ExtractiveReader", "OpenAIAnswerModel", "LocalServer",
-    "SmolLM2",
+    "SmolLM2", "Gemma3",
 ]
 
 _LAZY = {
     "ModelCascade": "escalation", "Fallback": "escalation", "CausalLM": "causal",
     "ExtractiveReader": "reader", "OpenAIAnswerModel": "openai_backend", "LocalServer": "serve",
-    "SmolLM2": "smollm",
+    "SmolLM2": "smollm", "Gemma3": "gemma",
 }
 
 

@@ -23,7 +23,7 @@ import torch
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm import engine as eng
 from frontends.components.llm import engine_decode
-from frontends.components.llm.smollm import SmolLM2, chat_turn
+from frontends.components.llm.smollm import SmolLM2
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the CPU instructions OpenVINO's bf16 compute needs to pay
 ENGINE_ONLY = SmolLM2.missing  # precision -> why torch has no variant of it
@@ -160,7 +160,7 @@ class EngineSmolLM2(SmolLM2):
         if not self._engine_runs(options):
             return super().generate_turn(content, max_new_tokens, stop_at_line_end, **options)
         n = max_new_tokens or self.max_new_tokens
-        ids = self.tokenizer(chat_turn(self.tokenizer, content))["input_ids"]
+        ids = self.tokenizer(self.turn(content), add_special_tokens=False)["input_ids"]
         window = min(self._root().__dict__["model"].config.max_position_embeddings, self.decoder.window)
         if len(ids) + n > window:
             raise ApproxError(f"prompt of {len(ids)} tokens + {n} new tokens exceeds the context window "

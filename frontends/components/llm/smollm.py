@@ -61,7 +61,7 @@ ADAPTED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_att
            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 DEFAULT_MAX_NEW_TOKENS = 16
 GPU_CACHE_TOKENS = 2048  # the static KV cache of the GPU decode: prompt + new tokens of one question
-CHAT_TOKENS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>")
+CHAT_TOKENS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>", "<end_of_turn>", "<start_of_turn>")  # SmolLM2's, Gemma's
 INT8_ACTIVATIONS = torch.bfloat16  # of the int8 variant: 6.5x faster than float32 activations (one thread, AMX Xeon)
 
 
@@ -108,9 +108,16 @@ def gguf_parsed_once():
 
 
 def _load_base(gguf: Path | None, cache: Path | None):
+    return load_gguf_model(gguf or gguf_path, (cache or cache_dir()) / CACHE_NAME)
+
+
+def load_gguf_model(gguf, folder: Path):
+    """(model, tokenizer) in float32 from `folder` when it holds a saved copy, else
+    dequantised from the GGUF file (`gguf`: its path, or a function giving it, called
+    only then) and saved to `folder` for the next load. Any causal LM transformers
+    reads from a GGUF file (SmolLM2, Gemma 3)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = (cache or cache_dir()) / CACHE_NAME
     if (folder / "config.json").is_file():
         try:
             tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
@@ -118,7 +125,7 @@ def _load_base(gguf: Path | None, cache: Path | None):
             return model.eval(), tok
         except (OSError, ValueError):
             pass  # a broken cache is rebuilt from the GGUF file below
-    gguf = gguf or gguf_path()
+    gguf = gguf() if callable(gguf) else gguf
     try:
         with gguf_parsed_once():
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -130,7 +137,7 @@ def _load_base(gguf: Path | None, cache: Path | None):
         del model.config.quantization_config
     try:  # written to a temporary folder, then renamed: a reader never sees half a cache
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=CACHE_NAME + "."))
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + "."))
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         shutil.rmtree(folder, ignore_errors=True)
@@ -316,7 +323,7 @@ class SmolLM2(Variants, AnswerModel):
             return
         if id(self.model) in self.__dict__.get("_decoders", {}):
             return
-        enc = self.tokenizer(chat_turn(self.tokenizer, "Hello."), return_tensors="pt")
+        enc = self.tokenizer(self.turn("Hello."), return_tensors="pt", add_special_tokens=False)
         with torch.inference_mode():
             self._compiled_generate(enc["input_ids"].to(self.model.device), 4, False, {})
 
@@ -338,6 +345,11 @@ class SmolLM2(Variants, AnswerModel):
             return other
 
         return base.built_variant((self.precision, self.layers, percent), build)
+
+    def turn(self, content: str) -> str:
+        """`content` as the user turn of the model's chat format, its own turn opened (the
+        text it is trained and asked with, special tokens written out)."""
+        return chat_turn(self.tokenizer, content)
 
     def stop_rule(self, stop_at_line_end: bool):
         """`stop(tokens so far)`: whether decoding ends after the last token (a stop id, or
@@ -371,7 +383,7 @@ class SmolLM2(Variants, AnswerModel):
         from transformers import GenerationConfig, StoppingCriteriaList
 
         n = max_new_tokens or self.max_new_tokens
-        enc = self.tokenizer(chat_turn(self.tokenizer, content), return_tensors="pt")
+        enc = self.tokenizer(self.turn(content), return_tensors="pt", add_special_tokens=False)
         ids, mask = enc["input_ids"].to(self.model.device), enc["attention_mask"].to(self.model.device)
         window = self.model.config.max_position_embeddings
         if ids.shape[1] + n > window:

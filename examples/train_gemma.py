@@ -1,0 +1,257 @@
+"""Fine-tune Gemma 3 270M (LoRA on every linear map of every layer) to answer SQuAD
+questions from the passages retrieval gives it, in a few words, and measure it.
+
+Three steps, so that training can run on a GPU machine that has torch, transformers
+and gguf but neither this project's data nor its pinned tokenizer:
+
+    python -m examples.train_gemma prepare            # here: token ids -> .cache/approx/gemma3/train_data.npz
+    python -m examples.train_gemma train --gguf G --out DIR   # the GPU: adapters + new tokens -> DIR
+    python -m examples.train_gemma score --run DIR    # here: scored -> examples/models/gemma3_metrics.json
+
+Data: the training articles of the by-article split (examples/squad.py) only. Each
+training question reads the top 3 BM25 passages among the training articles'
+paragraphs, as the RAG systems read theirs (the gold paragraph may be missing: the
+model learns to answer from what retrieval gives). Prompt: the answer models'
+`build_prompt` in Gemma 3's user turn (`gemma.gemma_turn`); target: the first gold
+answer + `<end_of_turn>`; loss on the target only. Batches are right-padded with no
+padding mask: under the causal mask a pad row only follows the rows before it (with
+a padding mask, the 512-token sliding window leaves some pad rows no key: NaN).
+
+Evaluation: 200 seeded questions of the evaluation articles (picked as
+examples/train_llm.py picks them) with the top 3 BM25 passages of all 2,067
+paragraphs; greedy, 16 new tokens at most, the answer's first line: containment
+(autotuner.metrics.containment), SQuAD F1, exact match. The CPU check (`score
+--cpu N`) answers the first N through `Gemma3` as the systems load it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+OUT = Path(__file__).resolve().parent / "models"
+ADAPTER, METRICS = "gemma3_lora.npz", "gemma3_metrics.json"
+END = "<end_of_turn>"
+STOP_TOKENS = ("<end_of_turn>", "<eos>")
+
+
+def eval_questions(n: int, seed: int):
+    """The evaluation questions examples/train_llm.py evaluates on (the same pick)."""
+    from examples import squad
+
+    rng = np.random.RandomState(seed)
+    qs = squad.questions_of("eval")
+    return [qs[i] for i in sorted(rng.choice(len(qs), size=min(n, len(qs)), replace=False))]
+
+
+def ragged(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(flat int32 ids, offsets) of token-id rows."""
+    offsets = np.cumsum([0, *map(len, rows)]).astype(np.int64)
+    return np.array([t for r in rows for t in r], dtype=np.int32), offsets
+
+
+def unragged(flat: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
+    return [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def prepare(args) -> None:
+    from examples import squad
+    from examples.train_llm import Bm25
+    from frontends.components.llm.base import build_prompt
+    from frontends.components.llm.gemma import gemma_turn, load_base
+
+    _, tok = load_base()
+    enc = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    qs = squad.questions_of("train")
+    qs = qs[:args.max_questions or None]
+    bm25 = Bm25(sorted({q.paragraph for q in squad.questions_of("train")}))
+    prompts, targets = [], []
+    start = time.time()
+    for q in qs:
+        passages = [squad.paragraphs()[i] for i in bm25.top(q.question, 3)]
+        prompts.append(enc(gemma_turn(build_prompt(q.question, passages))))
+        targets.append(enc(q.answers[0].strip() + END))
+    evals = eval_questions(args.eval_questions, args.seed)
+    everything = Bm25(list(range(len(squad.paragraphs()))))
+    top3 = [[squad.paragraphs()[i] for i in everything.top(q.question, 3)] for q in evals]
+    eval_prompts = [enc(gemma_turn(build_prompt(q.question, passages))) for q, passages in zip(evals, top3)]
+    stops = [int(tok.convert_tokens_to_ids(t)) for t in STOP_TOKENS]
+    args.data.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(args.data, **dict(zip(("prompt", "prompt_at"), ragged(prompts))),
+                        **dict(zip(("target", "target_at"), ragged(targets))),
+                        **dict(zip(("eval", "eval_at"), ragged(eval_prompts))), stops=np.array(stops))
+    print(f"{len(prompts)} training examples ({sum(map(len, prompts)) + sum(map(len, targets))} tokens), "
+          f"{len(eval_prompts)} evaluation prompts, {time.time() - start:.0f} s -> {args.data}", flush=True)
+
+
+def batches(examples, batch: int, generator: torch.Generator):
+    """(ids, labels) of seeded batches, right-padded (pad id 0, label -100)."""
+    order = torch.randperm(len(examples), generator=generator).tolist()
+    for i in range(0, len(order), batch):
+        chunk = [examples[j] for j in order[i:i + batch]]
+        width = max(len(ids) for ids, _ in chunk)
+        ids = torch.zeros(len(chunk), width, dtype=torch.long)
+        labels = torch.full((len(chunk), width), -100, dtype=torch.long)
+        for r, (seq, plen) in enumerate(chunk):
+            ids[r, :len(seq)] = torch.tensor(seq)
+            labels[r, plen:len(seq)] = torch.tensor(seq[plen:])
+        yield ids, labels
+
+
+def target_loss(model, ids, labels) -> torch.Tensor:
+    """Cross-entropy of the target tokens (the head applied at those positions only:
+    the 262k-word head over every position would not fit)."""
+    hidden = model.model(input_ids=ids).last_hidden_state
+    pred_at = labels[:, 1:] != -100
+    return torch.nn.functional.cross_entropy(model.lm_head(hidden[:, :-1][pred_at]).float(), labels[:, 1:][pred_at])
+
+
+def train(args) -> None:
+    """LoRA training and greedy decoding of the evaluation prompts; writes the adapters,
+    the new tokens and the training log to `args.out` (nothing here reads the project's data)."""
+    from transformers import AutoModelForCausalLM
+
+    from frontends.components.llm.smollm import attach_lora, save_adapter, trained_names
+
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    data = np.load(args.data)
+    examples = [(p + t, len(p)) for p, t in zip(unragged(data["prompt"], data["prompt_at"]),
+                                                 unragged(data["target"], data["target_at"]))]
+    model = AutoModelForCausalLM.from_pretrained(str(args.gguf.parent), gguf_file=args.gguf.name, dtype=torch.float32)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    attach_lora(model, args.rank, args.alpha)
+    model.to(args.device).train()
+    named = dict(model.named_parameters())
+    params = [named[n] for n in trained_names(model)]
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
+    steps = args.epochs * ((len(examples) + args.batch - 1) // args.batch)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / (0.05 * steps)) * max(0.0, 1 - s / steps))
+    generator = torch.Generator().manual_seed(args.seed)
+    start, log, bad = time.time(), [], 0
+    for epoch in range(args.epochs):
+        total, count = 0.0, 0
+        for ids, labels in batches(examples, args.batch, generator):
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=args.device == "cuda"):
+                loss = target_loss(model, ids.to(args.device), labels.to(args.device))
+            if not torch.isfinite(loss):
+                bad += 1
+                continue
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            sched.step()
+            total, count = total + loss.item(), count + 1
+        log.append({"epoch": epoch + 1, "seconds": round(time.time() - start, 1),
+                    "loss": round(total / max(count, 1), 4), "non_finite_steps": bad})
+        print(json.dumps(log[-1]), flush=True)
+    seconds = round(time.time() - start, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    save_adapter(model, args.out / ADAPTER, args.rank, args.alpha)
+    model.eval()
+    stops = set(data["stops"].tolist())
+    new_tokens, t0 = [], time.time()
+    with torch.inference_mode():
+        for prompt in unragged(data["eval"], data["eval_at"]):
+            ids = torch.tensor([prompt], device=args.device)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=args.eval_tokens,
+                                 do_sample=False, eos_token_id=sorted(stops), pad_token_id=0)
+            new_tokens.append(out[0, len(prompt):].tolist())
+    device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    import transformers
+
+    info = {"train_questions": len(examples), "train_seconds": seconds, "log": log, "device": device,
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "eval_decode_seconds": round(time.time() - t0, 1),
+            "command": "python -m examples.train_gemma train " + " ".join(
+                f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
+                if k in ("epochs", "rank", "alpha", "batch", "lr", "seed", "eval_tokens"))}
+    (args.out / "train_run.json").write_text(json.dumps({"training": info, "new_tokens": new_tokens}) + "\n")
+    print(f"trained in {seconds} s on {device}; {len(new_tokens)} evaluation answers -> {args.out}", flush=True)
+
+
+def score(args) -> None:
+    """The evaluation answers of a `train` run scored against the gold answers; with
+    `--cpu N`, the first N answered again through `Gemma3` here (float32)."""
+    import shutil
+
+    from autotuner.metrics import containment, exact_match, token_f1
+    from frontends.components.llm.base import first_line
+    from frontends.components.llm.gemma import Gemma3, load_base
+
+    run = json.loads((args.run / "train_run.json").read_text())
+    _, tok = load_base()
+    qs = eval_questions(args.eval_questions, args.seed)
+    answers = [first_line(tok.decode(t, skip_special_tokens=True)) for t in run["new_tokens"]]
+    if len(answers) != len(qs):
+        raise SystemExit(f"{args.run}: {len(answers)} answers for {len(qs)} questions (other --eval-questions?)")
+
+    def figures(texts, questions) -> dict:
+        s = np.array([[containment(a, q.answers), token_f1(a, q.answers), exact_match(a, q.answers)]
+                      for a, q in zip(texts, questions)]).mean(0)
+        return {"containment": round(100 * s[0], 1), "f1": round(100 * s[1], 1), "exact_match": round(100 * s[2], 1)}
+
+    evaluation = {"questions": len(qs), "contexts": "BM25 top 3 of all 2,067 paragraphs", "max_new_tokens": 16,
+                  "device": run["training"]["device"], **figures(answers, qs),
+                  "examples": [{"question": q.question, "answer": a, "gold": q.answers[0]}
+                               for q, a in list(zip(qs, answers))[:5]]}
+    if args.cpu:
+        from examples import squad
+        from examples.train_llm import Bm25
+
+        lm = Gemma3.load(args.run / ADAPTER)
+        everything = Bm25(list(range(len(squad.paragraphs()))))
+        start, cpu = time.time(), []
+        for q in qs[:args.cpu]:
+            cpu.append(lm.answer(q.question, [squad.paragraphs()[i] for i in everything.top(q.question, 3)], 16).text)
+        evaluation["cpu_float32"] = {"questions": args.cpu, "same_answers": sum(a == b for a, b in zip(cpu, answers)),
+                                     "seconds_per_question": round((time.time() - start) / args.cpu, 2),
+                                     **figures(cpu, qs[:args.cpu])}
+    OUT.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(args.run / ADAPTER, OUT / ADAPTER)
+    training = {**run["training"], "file": ADAPTER, "bytes": (OUT / ADAPTER).stat().st_size}
+    (OUT / METRICS).write_text(json.dumps({"training": training, "evaluation": evaluation}, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in evaluation.items() if k != "examples"}), flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="step", required=True)
+    default_data = Path(__file__).resolve().parents[1] / ".cache" / "approx" / "gemma3" / "train_data.npz"
+    for name in ("prepare", "train", "score"):
+        s = sub.add_parser(name)
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--eval-questions", type=int, default=200)
+        s.add_argument("--data", type=Path, default=default_data)
+    sub.choices["prepare"].add_argument("--max-questions", type=int, default=0,
+                                        help="the first N training questions (0: all)")
+    t = sub.choices["train"]
+    t.add_argument("--gguf", type=Path, required=True,
+                   help="the Gemma 3 270M GGUF file (gemma.gguf_path() assembles it)")
+    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--epochs", type=int, default=2)
+    t.add_argument("--rank", type=int, default=8)
+    t.add_argument("--alpha", type=float, default=16.0)
+    t.add_argument("--batch", type=int, default=16)
+    t.add_argument("--lr", type=float, default=3e-4)
+    t.add_argument("--eval-tokens", type=int, default=16)
+    t.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    s = sub.choices["score"]
+    s.add_argument("--run", type=Path, required=True, help="the folder `train` wrote")
+    s.add_argument("--cpu", type=int, default=0, help="also answer the first N here through Gemma3 (float32)")
+    args = p.parse_args()
+    {"prepare": prepare, "train": train, "score": score}[args.step](args)
+
+
+if __name__ == "__main__":
+    main()
