@@ -24,7 +24,7 @@ def load_text(load: dict | None) -> str:
     return Load(*(load.get(k) for k in ("load_start", "load_end", "other_share", "seconds", "cores"))).describe()
 
 
-def _x(v, point=None) -> str:
+def speedup_text(v, point=None) -> str:
     """A level's speedup, with the 95 % interval of the chosen point's paired timing."""
     if v is None:
         return "-"
@@ -41,7 +41,8 @@ def _loss(point: dict) -> str:
     return f"{100 * v:.1f} %" + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
 
 
-def _pt(row: dict, mode: str, level) -> dict | None:
+def level_point(row: dict, mode: str, level) -> dict | None:
+    """The point a row reports for `mode` at `level` (None: the exact program)."""
     return ((row.get("points") or {}).get(mode) or {}).get(str(level))
 
 
@@ -76,7 +77,8 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
         for mode in ("static", "dynamic"):
             first = mode == "static"
             lines.append("| " + " | ".join([
-                name if first else "", mode, *(_x(row[mode][str(p)], _pt(row, mode, p)) for p in LEVELS),
+                name if first else "", mode,
+                *(speedup_text(row[mode][str(p)], level_point(row, mode, p)) for p in LEVELS),
                 paper if not first else "n/a", verdict if first else "",
                 f"{row['exact_seconds_per_query']:.3f}" if first else "",
                 f"{row['qos_exact']:.3f}" if first and row["qos_exact"] is not None else "",
@@ -97,7 +99,8 @@ def markdown(data: dict, details: dict, missing: dict, kept: list, command: str,
             continue
         for mode in ("static", "dynamic"):
             lines.append(f"| {name if mode == 'static' else ''} | {mode} | "
-                         + " | ".join(_x(row[mode].get(lv), _pt(row, mode, lv)) for lv in KERNEL_LEVELS) + " |")
+                         + " | ".join(speedup_text(row[mode].get(lv), level_point(row, mode, lv))
+                                      for lv in KERNEL_LEVELS) + " |")
     if missing or kept:
         lines += ["", "## Not run here", ""]
         lines += [f"- {k}: missing: {v}" for k, v in missing.items()]
@@ -179,10 +182,10 @@ def detail_lines(name: str, row: dict, d: dict, top_machine: str) -> list[str]:
                if p.get("speedup_eval") and p.get("speedup_tune") else "-")
         lines.append(f"| {p['mode']} | {loss(p.get('qos_loss_tune'))} | "
                      + (f"{loss(p.get('qos_loss_tune_gold'))} | " if gold else "") +
-                     f"{_x(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})}"
+                     f"{speedup_text(p.get('speedup_tune'), {'speedup_ci': p.get('speedup_tune_ci')})}"
                      f"{' (modelled)' if p.get('speedup_tune_modelled') else ''} | "
                      f"{_loss({'qos_loss': p.get('qos_loss_eval'), 'qos_loss_ci': p.get('qos_loss_eval_ci')})} | "
-                     f"{_x(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
+                     f"{speedup_text(p.get('speedup_eval'), {'speedup_ci': p.get('speedup_eval_ci')})} | {gap} | "
                      f"`{json.dumps(p['knobs'], sort_keys=True)}` |")
     if gold:
         lines.append(f"- {GOLD_NOTE}")
@@ -191,7 +194,7 @@ def detail_lines(name: str, row: dict, d: dict, top_machine: str) -> list[str]:
     for a in d.get("ablations") or []:
         rows = ", ".join(f"{r['knob']} {100 * r['speedup_share']:.0f} %" for r in a["rows"]
                          if r.get("speedup_share") is not None)
-        lines.append(f"- ablation, {a['label']} ({_x(a['speedup'], a)}): share of the speedup per knob "
+        lines.append(f"- ablation, {a['label']} ({speedup_text(a['speedup'], a)}): share of the speedup per knob "
                      f"(each set back to exact, paired, {a.get('inputs', '')}): {rows or '-'}")
     return lines
 
@@ -215,7 +218,7 @@ def gpu_lines(data: dict, details: dict) -> list[str]:
                 first = mode == "static"
                 lines.append("| " + " | ".join([
                     name if first and i == 0 else "", where if first else "", mode,
-                    *(_x(row[mode][str(p)], _pt(row, mode, p)) for p in LEVELS),
+                    *(speedup_text(row[mode][str(p)], level_point(row, mode, p)) for p in LEVELS),
                     f"{row['exact_seconds_per_query']:.3f}" if first else "",
                     f"{row['qos_exact']:.3f}" if first and row["qos_exact"] is not None else "",
                     str(row["trials"]) if first else ""]) + " |")
