@@ -52,6 +52,9 @@ _EXPORTS = {
     "describe_machine": "autotuner.machine",
     "LoadProbe": "autotuner.machine",
     "Load": "autotuner.machine",
+    "exact_dominated": "autotuner.dominance",
+    "most_accurate": "autotuner.dominance",
+    "Judgement": "autotuner.dominance",
 }
 
 __all__ = sorted(_EXPORTS)

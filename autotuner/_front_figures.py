@@ -113,6 +113,7 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
                        trial=r.number, money_tune=r.attrs.get("money"))
         if "speedup_low" in r.attrs:
             p.speedup_tune_ci = [r.attrs["speedup_low"], r.attrs["speedup_high"]]
+        p.qos_loss_tune_ci = r.loss_interval
         p.speedup_tune_modelled = bool(r.attrs.get("modelled")) and not r.attrs.get("timed")
         p.ir = transformed_ir(program, r.config)
         points.append(p)

@@ -116,6 +116,9 @@ class Objective:
             trial.set_user_attr("seconds", m.seconds)
         if m.money is not None:
             trial.set_user_attr("money", m.money)
+        if getattr(m, "loss_low", None) is not None:  # whether it beats the exact program beyond noise
+            trial.set_user_attr("loss_low", m.loss_low)
+            trial.set_user_attr("loss_high", m.loss_high)
         if getattr(m, "modelled", False):  # its speedup is the cost model's until the front is timed
             trial.set_user_attr("modelled", True)
         if m.speedup_low is not None:

@@ -42,6 +42,12 @@ class Record:
     def feasible(self, budget: float) -> bool:
         return self.qos_loss <= budget + 1e-12
 
+    @property
+    def loss_interval(self) -> list[float] | None:
+        """The 95 % interval of its QoS loss over the inputs it ran on, where recorded."""
+        low, high = self.attrs.get("loss_low"), self.attrs.get("loss_high")
+        return None if low is None or high is None else [float(low), float(high)]
+
 
 def interrupted(t: FrozenTrial) -> bool:
     return t.state == TrialState.FAIL and "error" not in t.user_attrs

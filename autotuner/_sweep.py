@@ -71,7 +71,7 @@ def sweep(study: optuna.Study, space: SearchSpace, measurer, program, budget: fl
             return True
         have.add(key)
         attrs = {"config": config, "key": key, "n": m.n, "qos": m.qos, "seconds": m.seconds, "modelled": True,
-                 "scored": True, "worker": "sweep"}
+                 "scored": True, "worker": "sweep", "loss_low": m.loss_low, "loss_high": m.loss_high}
         study.add_trial(optuna.trial.create_trial(
             params=trial.params, distributions=trial.distributions, values=[m.qos_loss, min(m.speedup, 1e9)],
             user_attrs=attrs, constraints={CONSTRAINT: m.qos_loss - budget}))

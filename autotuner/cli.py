@@ -199,10 +199,15 @@ def _safe(name: str) -> str:
 
 
 def summary(result) -> str:
-    """The front as a plain table (the report has the full picture)."""
-    lines = [f"{result.program}: {result.trials} trials ({result.pruned_trials} pruned, {result.failed_trials} "
-             f"failed) in {result.tuning_seconds:.0f} s; QoS loss = (QoS_exact - QoS) / QoS_exact "
-             f"({result.qos_metric}), speedup = exact / approximate {result.clock or 'wall'} time"]
+    """The front as a plain table (the report has the full picture), opened by the
+    configuration that beats the exact program, where one does (`autotuner.dominance`)."""
+    from autotuner.dominance import exact_dominated
+
+    dominated = exact_dominated(result)
+    lines = [f"warning: {dominated.warning()}"] if dominated else []
+    lines += [f"{result.program}: {result.trials} trials ({result.pruned_trials} pruned, {result.failed_trials} "
+              f"failed) in {result.tuning_seconds:.0f} s; QoS loss = (QoS_exact - QoS) / QoS_exact "
+              f"({result.qos_metric}), speedup = exact / approximate {result.clock or 'wall'} time"]
     search = result.search or {}
     if search.get("configurations"):
         scored = search.get("scored_from_kept", {})
@@ -215,6 +220,9 @@ def summary(result) -> str:
         k = search["kept_outputs"]
         here = f" (this process read {k['read_here']}, ran {k['run_here']})" if "read_here" in k else ""
         lines.append(f"kept component outputs: {k['calls']} calls in {k['file']}{here}")
+    if search.get("endpoint_requests"):
+        e = search["endpoint_requests"]
+        lines.append(f"endpoint requests (this process): {e['sent']} sent, {e['kept']} answered from kept outputs")
     lines.append(f"{'#':>3} {'mode':8} {'loss tune':>9} {'speedup':>8} {'loss eval':>9} {'speedup':>8}  knobs")
     for mode in ("static", "dynamic"):
         for i, p in enumerate(result.front_of(mode)):

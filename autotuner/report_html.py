@@ -21,6 +21,7 @@ from autotuner.report_summary import (
     MODES,
     QOS_LOSS_DEFINITION,
     ablation_sections,
+    dominated_warning,
     failure_lines,
     finite,
     fmt_gap,
@@ -54,6 +55,7 @@ svg text{font-family:inherit} .title{font-size:14px;font-weight:600;fill:#222}
 table{border-collapse:collapse;margin:.4em 0;font-size:.93em} th,td{padding:4px 10px;border-bottom:1px solid #e3e3e3;
  text-align:right;vertical-align:top} th{background:#f5f5f7;font-weight:600} td.l,th.l{text-align:left}
 tr.hl td{background:#fff6d6} .over{color:#c62828} .knobs{margin:0;padding:0;list-style:none}
+.warn{border:2px solid #c62828;background:#fdecea;padding:8px 12px;border-radius:6px;max-width:70em}
 details{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px} summary{cursor:pointer}
 details pre{max-height:30em;overflow:auto;background:#f8f8fa;padding:8px;margin:6px 0}
 #tip{position:fixed;z-index:9;max-width:440px;background:#1f2329;color:#f4f4f4;padding:7px 10px;border-radius:6px;
@@ -242,6 +244,8 @@ def render_html(result) -> str:
         notes_html = (f"<h2>Failed trials ({esc(len(result.failures))}; not on the front)</h2><ul>"
                       + "".join(f"<li><code>{esc(x)}</code></li>" for x in fails) + "</ul>" + notes_html)
     title = f"Tuning report: {esc(result.program)}"
+    warning = dominated_warning(result)
+    warning_html = f'<p class="warn" role="alert"><b>Warning:</b> {esc(warning)}</p>\n' if warning else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{_csp(JS)}">
@@ -250,7 +254,7 @@ def render_html(result) -> str:
 <style>{CSS}</style></head>
 <body>
 <h1>Tuning report: <code>{esc(result.program)}</code></h1>
-{_meta(result)}
+{warning_html}{_meta(result)}
 <p class="def">{esc(QOS_LOSS_DEFINITION)}</p>
 <h2>Pareto front: speedup vs QoS loss</h2>
 {legend(modes, any(m.dominated for m in tune), other)}

@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from autotuner.dominance import exact_dominated
+
 LEVELS = (0.01, 0.03, 0.06, 0.09)
 MODES = ("static", "dynamic")
 SPLITS = ("tune", "eval")
@@ -133,13 +135,23 @@ def fmt_knobs(knobs: dict) -> list[tuple[str, str]]:
     return [(str(k), fmt_setting(v)) for k, v in sorted((knobs or {}).items(), key=lambda kv: str(kv[0]))]
 
 
+def dominated_warning(result) -> str | None:
+    """The line a report opens with when a configuration beats the exact program beyond its
+    interval (every speedup shown is then over a weaker program than it); None otherwise."""
+    dominated = exact_dominated(result)
+    return None if dominated is None else dominated.warning()
+
+
 def summary_markdown(result) -> str:
-    """summary.md: speedup over exact at <= 1, 3, 6, 9 % QoS loss, tuning and evaluation."""
+    """summary.md: speedup over exact at <= 1, 3, 6, 9 % QoS loss, tuning and evaluation;
+    opened by the configuration that beats the exact program, where one does."""
     table = speedup_cells(result.front)
     head = ["mode", "split"] + [f"<= {round(lv * 100)} %" for lv in LEVELS]
+    warning = dominated_warning(result)
     lines = [
         f"# Tuning summary: {_md(result.program)}",
         "",
+        *([f"**Warning:** {_md(warning)}", ""] if warning else []),
         f"- QoS metric: {_md(result.qos_metric)}",
         f"- QoS-loss budget: {fmt_loss(result.budget)}",
         f"- trials: {_md(result.trials)} ({_md(result.failed_trials)} failed"
@@ -281,7 +293,7 @@ def failure_lines(result, limit: int = 50) -> list[str]:
 
 
 def _optional_lines(result) -> list[str]:
-    """Split sizes, sampler and seed, where the result has them."""
+    """Split sizes, sampler and seed, and the endpoint requests, where the result has them."""
     out = []
     n_tune, n_eval = getattr(result, "n_tune", None), getattr(result, "n_eval", None)
     if n_tune is not None:
@@ -289,6 +301,10 @@ def _optional_lines(result) -> list[str]:
     for key in ("sampler", "seed"):
         if getattr(result, key, None) is not None:
             out.append(f"- {key}: {_md(getattr(result, key))}")
+    requests = (getattr(result, "search", None) or {}).get("endpoint_requests")
+    if requests:
+        out.append(f"- endpoint requests (the tuning process): {_md(requests['sent'])} sent, "
+                   f"{_md(requests['kept'])} answered from kept outputs")
     return out
 
 

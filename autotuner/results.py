@@ -52,6 +52,7 @@ class FrontPoint:
     # tuned against the exact program's answers: the same tuning inputs against their gold references (the
     # held-out QoS's own proxy), for the points a level chooses; the report shows both
     qos_loss_tune_gold: float | None = None
+    qos_loss_tune_ci: list[float] | None = None  # 95 % bootstrap interval over the tuning inputs
 
 
 @dataclass
@@ -66,6 +67,7 @@ class TrialPoint:
     trial: int | None = None
     feasible: bool = True  # qos_loss <= budget
     pruned: bool = False  # stopped after the first slice: figures are from that slice
+    qos_loss_ci: list[float] | None = None  # 95 % bootstrap interval of qos_loss over its inputs
 
 
 @dataclass

@@ -146,13 +146,15 @@ def _search_facts(result, studies, timing: str, kept: str | None, plan, program)
         facts["configurations"][m] = sum(1 for t in result.all_trials if t.mode == m)
         facts["stopped_at_first_stage"][m] = sum(1 for t in result.all_trials if t.mode == m and t.pruned)
         facts["front_timed"][m] = sum(1 for k in study.user_attrs if k.startswith(TIMED))
+    reuse_counts = offered(program, "reuse_counts")
+    reuse = reuse_counts() if reuse_counts else None
     if kept is not None:
         from frontends.components.kept import KeptOutputs
 
-        reuse_counts = offered(program, "reuse_counts")
-        reuse = reuse_counts() if reuse_counts else None
         facts["kept_outputs"] = {"file": kept, "calls": len(KeptOutputs(kept)),
                                  **({"read_here": reuse["reused"], "run_here": reuse["run"]} if reuse else {})}
+    if reuse and "requests_sent" in reuse:  # endpoint components: requests sent by this process, and not sent
+        facts["endpoint_requests"] = {"sent": reuse["requests_sent"], "kept": reuse["requests_kept"]}
     if plan is not None:
         facts["fixed"] = plan["negligible"]
     return facts
@@ -379,7 +381,8 @@ def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, b
         fr = front(recs, budget)
         on_front = {r.number for r in fr}
         result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
-                                         r.feasible(budget), r.pruned) for r in recs if not r.duplicate]
+                                         r.feasible(budget), r.pruned, r.loss_interval)
+                              for r in recs if not r.duplicate]
         result.front += eval_front(study, fr, program, eval_m, m, notes, eval_levels, replayed)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
     if eval_m is not None and eval_m.with_references:  # after the evaluation, whose timings ran the exact program

@@ -35,7 +35,7 @@ from autotuner.storage import open_storage
 SAME = ("metric", "objective", "clock", "n_tune", "seed")  # settings a measurement depends on
 # a measurement's figures; a modelled one's paired timing too (`_records.records`), so a copy is not timed again
 COPIED_ATTRS = ("n", "qos", "seconds", "money", "speedup_low", "speedup_high", "modelled", "timed", "speedup_modelled",
-                "exact_seconds")
+                "exact_seconds", "loss_low", "loss_high")
 
 
 def resolve(spec: str, storage: str) -> tuple[str, str]:

@@ -22,6 +22,13 @@ exact and 200 approximate runs side by side, so such a system takes one to two h
 on 2 cores. Each row records its machine (CPU and the instructions that decide the
 front, or the GPU) and how busy the machine was; a run that shared its cores keeps a
 quiet run's row unless --overwrite-quiet.
+
+A row is recorded only when its exact program is the most accurate one measured
+(`exact_is_most_accurate: true` in every row): where a configuration beats the exact
+program beyond its interval, every speedup of the row would be over a weaker program
+than that configuration, so the run prints that configuration, records no row for that
+part (its previous row, if any, is kept, as for a part that failed) and exits 1 once the
+other parts are written: hours of measurements of the others are not thrown away.
 """
 
 from __future__ import annotations
@@ -75,13 +82,27 @@ def _call(fn, **kwargs):
     return fn(**{k: v for k, v in kwargs.items() if k in params})
 
 
-def run_systems(names, sizes: dict, seed: int, log) -> tuple[dict, dict, dict]:
-    """({name: row or None}, {name: details}, {name: why missing}); each row says its
-    machine and how busy the machine was while it ran (`autotuner.machine`)."""
-    from autotuner import LoadProbe
+def refusal(name: str, result) -> str | None:
+    """Why `name`'s row, from its TuningResult, is not recorded: a configuration beats the
+    exact program beyond its interval (`autotuner.exact_dominated`); None when the exact
+    program is the most accurate measured."""
+    from autotuner import exact_dominated
+
+    dominated = exact_dominated(result)
+    if dominated is None:
+        return None
+    return (f"{name}: not recorded: the exact program is dominated by {dominated.configuration()}, "
+            f"{dominated.figures()}; its speedups would be over a weaker program than that configuration")
+
+
+def run_systems(names, sizes: dict, seed: int, log) -> tuple[dict, dict, dict, list]:
+    """({name: row or None}, {name: details}, {name: why missing}, [names refused]); each
+    row says its machine and how busy the machine was while it ran (`autotuner.machine`);
+    a row whose exact program is dominated is refused (`refusal`: None, as if missing)."""
+    from autotuner import LoadProbe, read_result
     from bench.systems_bench import run_system
 
-    rows, details, missing = {}, {}, {}
+    rows, details, missing, refused = {}, {}, {}, []
     for name in names:
         log(f"[results] {name}: tuning ...")
         probe = LoadProbe()
@@ -92,11 +113,17 @@ def run_systems(names, sizes: dict, seed: int, log) -> tuple[dict, dict, dict]:
             log(f"[results] {name}: missing ({missing[name]})")
             traceback.print_exc(file=sys.stderr)
             continue
-        row.update(machine=machine(), load=probe.finish().to_dict())
+        why = refusal(name, read_result(row["result"]))
+        if why:
+            rows[name], missing[name] = None, why.removeprefix(f"{name}: ")
+            refused.append(name)
+            log(f"[results] {why}")
+            continue
+        row.update(machine=machine(), load=probe.finish().to_dict(), exact_is_most_accurate=True)
         rows[name] = {k: _num_keys(row[k]) if k in ("static", "dynamic") else row.get(k) for k in SHAPE}
         details[name] = {k: v for k, v in row.items() if k not in SHAPE}
         log(f"[results] {name}: done ({row.get('wall_seconds', 0):.0f} s; {load_text(row['load'])})")
-    return rows, details, missing
+    return rows, details, missing, refused
 
 
 def run_kernels(trials: int, n_tune: int, seed: int, log) -> tuple[dict, str | None]:
@@ -113,8 +140,9 @@ def run_kernels(trials: int, n_tune: int, seed: int, log) -> tuple[dict, str | N
     out = {}
     for k in KERNELS:
         r = got.get(k)
+        # a kernel's QoS is agreement with its exact outputs (QoS_exact = 1): no configuration can beat them
         out[k] = None if r is None else {**r, **{m: {str(lv): float(v) for lv, v in r[m].items()}
-                                                  for m in ("static", "dynamic")}}
+                                                  for m in ("static", "dynamic")}, "exact_is_most_accurate": True}
     return out, None
 
 
@@ -234,7 +262,7 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     gpu = args.device == "cuda"
     if gpu:
         return run_gpu(parts, sizes, args, argv, old, start, log)
-    rows, details, missing = run_systems([p for p in SYSTEMS if p in parts], sizes, args.seed, log)
+    rows, details, missing, refused = run_systems([p for p in SYSTEMS if p in parts], sizes, args.seed, log)
     kept = [n for n in SYSTEMS if n not in parts and old["systems"].get(n)]
     kept += keep_quiet_rows(old["systems"], rows, args.overwrite_quiet, log)
     systems = {n: rows[n] if n in parts else old["systems"].get(n) for n in SYSTEMS}
@@ -252,21 +280,29 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
         missing["kernels"] = "not run"
     data = {"systems": systems, "gpu_systems": old.get("gpu_systems", {}), "kernels": kernels,
             "machine": machine(), "commit": commit()}
-    return write(data, {p: details.get(p) for p in parts}, missing, kept, argv, start)
+    write(data, {p: details.get(p) for p in parts}, missing, kept, argv, start)
+    return refused_exit(refused, log)
 
 
 def run_gpu(parts: list[str], sizes: dict, args, argv, old: dict, start: float, log) -> int:
     """The SmolLM2 systems with their LLM on CUDA: rows under `gpu_systems` (the CPU
     rows, the kernels and the top-level machine stay as recorded)."""
-    rows, details, missing = run_systems(parts, sizes, args.seed, log)
+    rows, details, missing, refused = run_systems(parts, sizes, args.seed, log)
     gpu_old = old.get("gpu_systems") or {}
     kept = keep_quiet_rows(gpu_old, rows, args.overwrite_quiet, log)
     data = {**old, "gpu_systems": {n: rows[n] if n in parts else gpu_old.get(n) for n in GPU_SYSTEMS}}
     data.setdefault("machine", machine())
     data.setdefault("commit", commit())
     missing = {f"{n} on a GPU": why for n, why in missing.items()}
-    return write(data, {f"{p}@cuda": details.get(p) for p in parts}, missing, [f"{n}@cuda" for n in kept], argv,
-                 start)
+    write(data, {f"{p}@cuda": details.get(p) for p in parts}, missing, [f"{n}@cuda" for n in kept], argv, start)
+    return refused_exit(refused, log)
+
+
+def refused_exit(refused: list, log) -> int:
+    """1 (after the other rows are written) when a row was refused for a dominated exact program."""
+    if refused:
+        log(f"[results] not recorded: {', '.join(refused)} (a configuration beats the exact program; see above)")
+    return 1 if refused else 0
 
 
 def write(data: dict, part_details: dict, missing: dict, kept: list, argv, start: float) -> int:

@@ -22,7 +22,7 @@ LEVELS = REPORTED_LEVELS[1:]  # the paper's: 3 / 6 / 9 % QoS loss
 GPU_SYSTEMS = tuple(n for n, s in SYSTEMS.items() if s.llm)  # the systems whose LLM can run on CUDA
 SHAPE = ("exact_seconds_per_query", "static", "dynamic", "tuning_seconds", "trials", "qos_exact", "points", "program",
          "metric", "held_out", "result", "model", "machine", "load", "most_accurate", "workers", "chosen_on",
-         "configurations")
+         "configurations", "exact_is_most_accurate")
 
 
 def report_dir(name: str) -> Path:

@@ -59,14 +59,23 @@ class Measured:
         return self.reuse.reading(only=True) if self.reuse.providers else contextlib.nullcontext()
 
     def reuse_counts(self) -> dict[str, int]:
-        """{'reused': untimed calls answered from kept results, 'run': calls run and kept}."""
-        return self.reuse.counts()
+        """{'reused': untimed calls answered from kept results, 'run': calls run and kept},
+        and where the program has endpoint components (those counting `requests_sent`):
+        'requests_sent' (requests they sent in this process, timed passes' included) and
+        'requests_kept' (their calls answered from kept results instead)."""
+        counts = self.reuse.counts()
+        endpoints = [p for p in self._components.values() if isinstance(getattr(p, "requests_sent", None), int)]
+        if endpoints:
+            counts["requests_sent"] = sum(p.requests_sent for p in endpoints)
+            counts["requests_kept"] = sum(self.reuse.read_of(p) for p in endpoints)
+        return counts
 
     def keep_outputs(self, path) -> bool:
         """Keep the kept providers' call outputs on disk in `path` too (the tuner's
         cost model and its resumed studies read them): those `reuse.keep` chose, else
         every provider of the program that is `deterministic` (an in-process model
-        decoding greedily); False when nothing is kept."""
+        decoding greedily, an endpoint's greedy requests unless made with `keep=False`);
+        False when nothing is kept."""
         if not self.reuse.providers:  # none chosen: those that say they are deterministic
             self.knobs()  # lowered: its component registry is known
             chosen = [p for p in self._components.values() if getattr(p, "deterministic", False)]

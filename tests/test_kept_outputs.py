@@ -119,12 +119,13 @@ def test_keys_differ_with_each_part():
 
 def test_a_program_keeps_the_outputs_of_its_deterministic_providers_only(parts, tmp_path):
     """`keep_outputs` with no providers chosen keeps those that say they are
-    deterministic (an in-process reader or LLM), never an endpoint's."""
+    deterministic (an in-process reader or LLM, an endpoint's greedy requests), never
+    an endpoint's made with `keep=False`."""
     from frontends.components.llm.openai_backend import OpenAIAnswerModel
 
     _, pro = parts
     local = Generate("answer", pro)
-    remote = Generate("remote", OpenAIAnswerModel("http://127.0.0.1:9/v1", "m", name="remote"))
+    remote = Generate("remote", OpenAIAnswerModel("http://127.0.0.1:9/v1", "m", name="remote", keep=False))
 
     def ask(question, passages):
         return local(question, passages).text

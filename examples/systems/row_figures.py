@@ -60,21 +60,21 @@ def broken_levels(points: dict) -> list[str]:
 
 
 def most_accurate(result, levels) -> dict | None:
-    """The front point with the best tuning QoS (chosen on tuning figures), and where its
-    held-out replay beats the exact program beyond its interval (its loss's upper bound
-    below 0: the exact program is not what a user would deploy), the speedup at each
-    level against it: the fastest point whose held-out QoS is within the level of that
-    point's QoS, its speedup over that point (the ratio of the two paired speedups over
-    the exact program). None without held-out figures."""
-    pts = [p for p in result.front if p.qos_loss_eval is not None and p.speedup_eval is not None]
-    if not pts:
+    """The front point with the best tuning QoS among those replayed held out, judged by
+    `autotuner.most_accurate` (it beats the exact program where its held-out loss's upper
+    bound is below 0: the exact program is not what a user would deploy), and then the
+    speedup at each level against it: the fastest point whose tuning QoS is within the
+    level of that point's, its speedup over that point (the ratio of the two paired
+    held-out speedups over the exact program). None without held-out figures."""
+    from autotuner import most_accurate as best_of
+
+    best = best_of(result, replayed=True)
+    if best is None:
         return None
-    best = min(pts, key=lambda p: (p.qos_loss_tune, -p.speedup_tune))
-    ci = best.qos_loss_eval_ci
-    out = {"mode": best.mode, "knobs": {k: v for k, v in best.knobs.items() if v != {"knob_val": 0}},
-           "qos_loss": best.qos_loss_eval, "qos_loss_ci": ci, "speedup": best.speedup_eval,
-           "beats_exact": bool(ci and ci[1] < 0)}
+    out = {"mode": best.mode, "knobs": best.knobs, "qos_loss": best.qos_loss, "qos_loss_ci": best.qos_loss_ci,
+           "speedup": best.speedup, "beats_exact": best.beats_exact}
     if out["beats_exact"]:
+        pts = [p for p in result.front if p.qos_loss_eval is not None and p.speedup_eval is not None]
         keep = 1.0 - best.qos_loss_tune  # its tuning QoS / the exact program's: the levels are chosen on tuning
         out["levels"] = {}
         for mode in ("static", "dynamic"):
@@ -82,8 +82,9 @@ def most_accurate(result, levels) -> dict | None:
             for percent in levels:
                 ok = [p for p in pts if p.mode in (mode, best.mode) and
                       1.0 - (1.0 - p.qos_loss_tune) / max(keep, 1e-9) <= percent / 100 + 1e-9]
-                fastest = max(ok, key=lambda p: p.speedup_tune, default=best)
-                out["levels"][mode][str(percent)] = max(1.0, fastest.speedup_eval / best.speedup_eval)
+                fastest = max(ok, key=lambda p: p.speedup_tune, default=None)
+                out["levels"][mode][str(percent)] = (1.0 if fastest is None else
+                                                     max(1.0, fastest.speedup_eval / best.speedup))
     return out
 
 

@@ -1,6 +1,7 @@
 """Component outputs kept on disk: the results of deterministic component calls
-(greedy decoding on one thread, a retriever, a pure tool), keyed by the op, its
-settings, its providers and its operands, with the seconds the call took when it ran.
+(greedy decoding on one thread, a greedy request to an OpenAI-compatible endpoint, a
+retriever, a pure tool), keyed by the op, its settings, its providers and its
+operands, with the seconds the call took when it ran.
 
 Why: a costly program spends its time in a few calls (the LLM), and the autotuner
 measures hundreds of configurations that share most of them. A configuration's QoS

@@ -29,7 +29,7 @@ setting no provider of the label has).
 
 Reuse while measuring (`Reuse`, held by each decorated program and shared by the
 runtimes of its configurations): a costly program's answers are deterministic
-(greedy decoding, one torch thread), so the autotuner's untimed pass (the one
+(greedy decoding on one torch thread, or a greedy request to an endpoint), so the autotuner's untimed pass (the one
 that gives a configuration's QoS) may take the result of a call of the given
 providers (its answer models) from an earlier call with the same attributes and
 operands, in any configuration (the exact program's answer where an approximate
@@ -95,6 +95,7 @@ class Reuse:
         self.size = 0
         self.results: OrderedDict = OrderedDict()  # key -> (result, wall seconds, CPU seconds)
         self.hits = self.calls = 0
+        self.read: dict[int, int] = {}  # provider id -> its calls answered from kept results
         self.store = None  # kept.KeptOutputs, once attached
         self.costed = {"wall": 0.0, "cpu": 0.0}
         self.spent = {"wall": 0.0, "cpu": 0.0}
@@ -108,6 +109,7 @@ class Reuse:
         self.providers, self.size = frozenset(id(p) for p in providers), size
         self.results.clear()
         self.hits = self.calls = 0
+        self.read.clear()
 
     def attach(self, path) -> None:
         """Keep results on disk in `path` too (None: in memory only), and read those
@@ -139,6 +141,11 @@ class Reuse:
     def counts(self) -> dict[str, int]:
         """{'reused': calls answered from kept results, 'run': calls run and kept}."""
         return {"reused": self.hits, "run": self.calls}
+
+    def read_of(self, provider) -> int:
+        """How many calls of `provider` were answered from kept results (an endpoint's
+        requests not sent)."""
+        return self.read.get(id(provider), 0)
 
 
 class OpTimes:
@@ -226,6 +233,8 @@ class ComponentRuntime:
             if isinstance(settings, GenerateSettings):
                 self.model(settings)  # a variant of the model is built here, as the call would, not in a timed pass
             reuse.hits += 1
+            for p in set(providers):
+                reuse.read[p] = reuse.read.get(p, 0) + 1
             reuse.results[key] = kept
             return kept
         if reuse.is_reading_only():

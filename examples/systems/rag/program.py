@@ -38,9 +38,9 @@ from collections.abc import Callable, Sequence
 
 from examples.systems.common import (
     answer_model_name,
+    gemma,
     paying_precisions,
     rag_probe,
-    gemma,
     readers,
     reuse_answers,
 )

@@ -60,7 +60,7 @@ class Gemma3(SmolLM2):
     cut answers junk); its cheaper settings are tokens, contexts and precision."""
 
     supports = SmolLM2.supports - {"layers", "token_exit"}
-    compiled_decode = False  # on CUDA transformers' generate: the static-cache decode is not checked on its sliding window
+    compiled_decode = False  # CUDA: transformers' generate (the static-cache decode is unchecked on its sliding window)
     missing = {"int4": "int4 runs only through an inference engine build; torch has no int4 Gemma 3"}
 
     @classmethod

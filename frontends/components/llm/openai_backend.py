@@ -9,10 +9,17 @@ log-probabilities when the server returns them (exp of their mean, as for local
 models), else None. Generation options go in the request under their declared
 names (`max_new_tokens` as `max_tokens`; the others, such as vLLM's
 `repetition_penalty`, in the body beside the standard fields), so every declared
-option reaches the server and the server decides what it accepts."""
+option reaches the server and the server decides what it accepts.
+
+Every request is greedy (temperature 0), so an answer is a function of its request:
+the model is `deterministic` and the autotuner keeps its calls' outputs
+(`frontends.components.kept`) as it keeps a local model's, keyed by `identity()`
+(URL, model, API, the fixed parts of the body) with the op's settings and
+operands (the rest of the body)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import queue
 import threading
@@ -22,6 +29,7 @@ from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm.base import GENERATION, INSTRUCTION, Answer, AnswerModel, build_prompt, first_line
 
 DEFAULT_TIMEOUT = 30.0
+TEMPERATURE = 0.0  # greedy: the same request gets the same answer
 
 
 class OpenAIAnswerModel(AnswerModel):
@@ -29,13 +37,18 @@ class OpenAIAnswerModel(AnswerModel):
     /v1/completions; `api="chat"` sends it as the user message (after a system
     message with the instruction) to /v1/chat/completions. A prompt-level call
     (`complete`) sends its prompt alone (the user message, no system message).
-    Each answer's `seconds` is the time of its request."""
+    Each answer's `seconds` is the time of its request.
+
+    `keep=False`: its calls' outputs are not kept, every call sends its request (a
+    server whose greedy answers vary, e.g. batched on a GPU, or whose weights change
+    behind the same URL and model name). A failed or timed-out request is never kept.
+    `requests_sent` counts the requests this object sent (failed ones included)."""
 
     supports = GENERATION | {"template"}
 
     def __init__(self, base_url: str, model: str, *, api: str = "completions", api_key: str = "none",
                  timeout: float = DEFAULT_TIMEOUT, max_new_tokens: int = 32, logprobs: bool = True,
-                 name: str | None = None):
+                 name: str | None = None, keep: bool = True):
         if api not in ("completions", "chat"):
             raise ApproxError(f"api must be 'completions' or 'chat', got {api!r}", where=base_url)
         if not timeout or timeout <= 0:
@@ -45,12 +58,27 @@ class OpenAIAnswerModel(AnswerModel):
         self.base_url, self.model, self.api, self.timeout = base_url.rstrip("/"), model, api, float(timeout)
         self.max_new_tokens, self.logprobs = max_new_tokens, logprobs
         self.name = name or f"{model}@{self.base_url}"
+        self.deterministic = bool(keep)  # greedy requests: their answers may be kept
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=self.timeout, max_retries=0)
+        self._counting = threading.Lock()
+        self.requests_sent = 0
+
+    def identity(self) -> str:
+        """What names this model's kept outputs across processes: everything in a
+        request's body that the op's settings and operands do not say (URL, model, API,
+        log-probabilities asked for, the default max_tokens, the answer's model name, the
+        prompt's fixed text and the temperature), never the API key or the timeout."""
+        form = repr((build_prompt("{question}", ["{context}"]), INSTRUCTION, TEMPERATURE))
+        digest = hashlib.sha256(form.encode()).hexdigest()[:12]
+        return (f"{type(self).__module__}.{type(self).__qualname__}:{self.name}:{self.base_url}:{self.model}:"
+                f"{self.api}:logprobs={bool(self.logprobs)}:max_tokens={self.max_new_tokens}:{digest}")
 
     def _request(self, prompt: str, max_tokens: int, system: str | None = INSTRUCTION, options=None):
         """The response within `timeout` seconds in all: the client's own timeout is
         per read, so a server sending a byte now and then would hold it for ever."""
         box: queue.Queue = queue.Queue(1)
+        with self._counting:
+            self.requests_sent += 1
 
         def run():
             try:
@@ -76,10 +104,10 @@ class OpenAIAnswerModel(AnswerModel):
                 messages = [{"role": "system", "content": system}] if system else []
                 messages.append({"role": "user", "content": prompt})
                 return self.client.chat.completions.create(model=self.model, messages=messages, max_tokens=max_tokens,
-                                                           temperature=0.0, logprobs=self.logprobs or None,
+                                                           temperature=TEMPERATURE, logprobs=self.logprobs or None,
                                                            extra_body=options)
             return self.client.completions.create(model=self.model, prompt=prompt, max_tokens=max_tokens,
-                                                  temperature=0.0, logprobs=1 if self.logprobs else None,
+                                                  temperature=TEMPERATURE, logprobs=1 if self.logprobs else None,
                                                   extra_body=options)
         except openai.APITimeoutError:
             raise ApproxError(f"no answer from model '{self.model}' within {self.timeout:g} s (timeout)",

@@ -1,5 +1,7 @@
 """A small OpenAI-compatible server for local models (standard library only):
-POST /v1/completions, POST /v1/chat/completions, GET /v1/models.
+POST /v1/completions, POST /v1/chat/completions, GET /v1/models, and GET /stats:
+the completion requests received so far, in all and per body (its SHA-256), so a
+test sees on the server's side which requests a client sent, and how often.
 
     python -m frontends.components.llm.serve --model smol=smollm2 \\
         [--model tiny=causal:/path/to/model] [--model pro=reader:examples/models/reader_l6.npz] \\
@@ -19,6 +21,7 @@ package, float32), `causal:PATH` (a transformers causal LM folder),
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -113,6 +116,10 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             self._send(200, {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "local"}
                                                         for n in self.server.models]})
+        elif self.path.rstrip("/") == "/stats":
+            with self.server.counting:
+                bodies = dict(self.server.received)
+            self._send(200, {"requests": sum(bodies.values()), "bodies": bodies})
         else:
             self._error(404, f"no route GET {self.path}")
 
@@ -124,6 +131,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(400, f"request body is not JSON: {err}")
         if route not in ("/completions", "/chat/completions"):
             return self._error(404, f"no route POST {self.path}")
+        digest = hashlib.sha256(json.dumps([route, body], sort_keys=True).encode()).hexdigest()
+        with self.server.counting:
+            self.server.received[digest] = self.server.received.get(digest, 0) + 1
         name = body.get("model")
         if name not in self.server.models:
             return self._error(404, f"model {name!r} is not served here (models: {', '.join(self.server.models)})",
@@ -167,6 +177,8 @@ class Server(ThreadingHTTPServer):
     def __init__(self, address, models: dict[str, ServedModel], delays: dict[str, float]):
         super().__init__(address, Handler)
         self.models, self.delays = models, delays
+        self.received: dict[str, int] = {}  # SHA-256 of a completion request's route and body -> times received
+        self.counting = threading.Lock()
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -244,6 +256,13 @@ class LocalServer:
         tail = [x for x in self._stderr.read().splitlines() if x.strip()][-1:] or ["(no output)"]
         what = f"exited with code {rc}" if rc is not None else f"not ready within {self.startup_timeout:g} s"
         raise ApproxError(f"model server {what}: {tail[0]}", where="LocalServer")
+
+    def stats(self) -> dict:
+        """The server's GET /stats: {"requests": n, "bodies": {SHA-256: times received}}."""
+        import urllib.request
+
+        with urllib.request.urlopen(self.url.removesuffix("/v1") + "/stats", timeout=30) as resp:
+            return json.loads(resp.read())
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
