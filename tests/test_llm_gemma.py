@@ -24,13 +24,17 @@ def gemma():
 
 
 def test_the_weights_come_from_the_installed_packages_with_no_network(tmp_path):
-    """A fresh cache: the GGUF assembled from the part packages (its SHA-256 checked),
-    dequantised and loaded with the hub switched off and no proxy that could reach one."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "APPROX_CACHE_DIR": str(tmp_path),
+    """With the hub switched off and no proxy that could reach one: the GGUF assembled from
+    the part packages into a fresh cache (its SHA-256 checked), and the model loaded (from
+    the dequantised copy `make install` saved: the dequantisation itself is
+    `smollm.load_gguf_model`, which SmolLM2's tests run)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
-    code = ("from frontends.components.llm.gemma import gguf_path, load_base; m, t = load_base(); "
-            "print(gguf_path(), m.config.model_type, len(m.model.layers), t.convert_tokens_to_ids('<end_of_turn>'))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    code = ("import sys; from pathlib import Path; from frontends.components.llm.gemma import gguf_path, load_base; "
+            "g = gguf_path(Path(sys.argv[1])); m, t = load_base(); "
+            "print(g, m.config.model_type, len(m.model.layers), t.convert_tokens_to_ids('<end_of_turn>'))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     path, kind, layers, end = out.stdout.split()[-4:]
     assert (kind, layers, end) == ("gemma3_text", "18", "106")
