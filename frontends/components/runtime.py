@@ -35,7 +35,8 @@ providers (its answer models) from an earlier call with the same attributes and
 operands, in any configuration (the exact program's answer where an approximate
 one escalates to the same call, a variant that decides exact on a question, the
 slice of a staged evaluation). Timed passes never read these results: they run
-every call.
+every call. A call whose settings have its model draw at random (a temperature > 0
+for an endpoint that takes one: `settings.draws`) is never kept nor read.
 
 Time per label (`OpTimes`, held by each decorated program as `times`): while it
 is measuring, each call's wall time is added to its op's label (`component`), so
@@ -64,6 +65,7 @@ from frontends.components.settings import (
     Settings,
     ToolCallSettings,
     ToolRunSettings,
+    draws,
     supports,
 )
 
@@ -84,11 +86,11 @@ class Reuse:
     providers are all among `keep`'s (none: nothing is kept), in memory and, once
     `attach`ed, on disk (`kept.KeptOutputs`: shared by worker processes and later
     studies). Each kept result carries the seconds its call took when it ran. The cost
-    model of the autotuner's untimed passes reads two sums: `costed`, the kept seconds of
+    model of the autotuner's untimed passes keeps two sums: `costed`, the kept seconds of
     every kept call made (read or run: what the calls cost when they ran), and `spent`,
     the time actually spent in them (~0 for a read; a run's, model variant built
-    included); a pass's time less `spent` plus `costed` is what it would take with
-    every call run."""
+    included); a pass's time plus the change of `unspent` (`costed` less `spent`) over
+    it is what it would take with every call run."""
 
     def __init__(self):
         self.providers: frozenset[int] = frozenset()  # ids of the providers whose calls are kept
@@ -131,6 +133,12 @@ class Reuse:
             yield self
         finally:
             self._reading, self._only = before, only_before
+
+    def unspent(self, clock: str) -> float:
+        """`costed` less `spent` on `clock` ("wall" or "cpu"): what the kept calls made so
+        far took when they ran beyond the time spent in them now, which an untimed pass
+        adds to its own time to model a pass that runs every call."""
+        return self.costed[clock] - self.spent[clock]
 
     def is_reading(self) -> bool:
         return self._reading
@@ -201,8 +209,10 @@ class ComponentRuntime:
 
     def _call(self, op: str, settings: Settings, args: tuple):
         if self.reuse.providers:
-            providers = tuple(id(self.registry[v]) for v in settings.providers() if v in self.registry)
-            if providers and all(p in self.reuse.providers for p in providers):
+            called = [self.registry[v] for v in settings.providers() if v in self.registry]
+            providers = tuple(id(p) for p in called)
+            if providers and all(p in self.reuse.providers for p in providers) \
+                    and not any(draws(p, settings) for p in called):  # a call drawing at random: never kept
                 return self._reused(op, settings, providers, args)
         return self._cached(op, settings, args)
 

@@ -8,7 +8,10 @@ write. Those the provider applies (`PROVIDER_SETTINGS`: per call or by a variant
 it lists in its `supports`; the others the runtime applies itself, the same for
 every provider (the context cuts, an embedding's dimensions, the result cache).
 A setting a provider does not support is refused where the program is declared
-(`check_supported`), never silently dropped by the provider or failing late.
+(`check_supported`), never silently dropped by the provider or failing late: a
+greedy model supports no sampling or search option, so `temperature` and the like
+are refused for it. A call whose settings have its provider draw at random
+(`draws`) is never answered from kept outputs, whatever the provider says.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from approx_dialect.component import ComponentOp, EmbedOp, GenerateOp, RetrieveO
 from approx_dialect.diagnostics import ApproxError
 from approx_dialect.op_settings import Setting
 from approx_dialect.precision import backend_of, is_precision
+from frontends.components.llm.base import GREEDY, NOT_GREEDY, drawing
 
 
 @dataclass(frozen=True)
@@ -244,8 +248,18 @@ def check_supported(op: str, setting: str, providers: Sequence, label: str) -> N
         return
     names = ", ".join(dict.fromkeys(getattr(p, "name", type(p).__name__) for p in providers))
     what = " (it cannot take a free prompt)" if setting == "template" else ""
+    what = f" ({GREEDY})" if setting in NOT_GREEDY else what  # a sampling or search option
     raise ApproxError(f"component '{label}' ({op}): '{setting}' is not supported by its provider {names}{what}",
                       where="<component>")
+
+
+def draws(provider, settings: Settings) -> tuple[str, ...]:
+    """The settings by which `provider`, called under `settings`, draws its tokens at random
+    (generation options such as a temperature > 0: `llm.base.drawing`), so that its answer
+    may differ the next time and no kept output stands for the call; () for other ops."""
+    if not isinstance(settings, GenerateSettings):
+        return ()
+    return drawing(settings.for_provider(provider).generation())
 
 
 def builds(provider, precision: str) -> bool:

@@ -9,7 +9,10 @@ Generation options (`GENERATION`: the generate op's declared per-call settings,
 DSPy's `Predict(signature, **config)` and transformers' `GenerationConfig` take
 them: a backend passes on those it `supports` (transformers models by name to
 their generation config, an endpoint in its request), so a new option needs no
-new model variant and no new parameter anywhere in between.
+new model variant and no new parameter anywhere in between. A model that decodes
+greedily lists no sampling or search option (`NOT_GREEDY`) in its `supports`, so a
+declaration setting one for it is refused, never run greedily as if honoured; a call
+whose options draw its tokens at random (`drawing`) is never answered from kept outputs.
 
 Why one interface: the QA systems swap a local reader, a `transformers` causal LM
 and an HTTP endpoint for each other (cascades, fallbacks) without
@@ -31,6 +34,28 @@ from frontends.components.llm.prompting import first_line, read_fields
 
 GENERATION = frozenset(named(GenerateOp.SETTINGS, "call"))
 """The generation options of a generate op (its declared per-call settings)."""
+
+DRAWS = {
+    "do_sample": bool, "temperature": lambda v: v > 0, "top_k": lambda v: v > 1, "top_p": lambda v: v < 1,
+    "typical_p": lambda v: v < 1, "min_p": lambda v: v > 0, "top_h": lambda v: v > 0,
+    "epsilon_cutoff": lambda v: v > 0, "eta_cutoff": lambda v: v > 0,
+}
+"""The sampling options (transformers' and OpenAI's names), each with whether its value has
+the model draw its tokens at random rather than take the argmax (temperature 0 is greedy)."""
+
+NOT_GREEDY = frozenset(DRAWS) | {"num_beams", "num_beam_groups", "diversity_penalty", "length_penalty",
+                                 "early_stopping", "penalty_alpha", "dola_layers", "num_return_sequences"}
+"""What a greedy decoding cannot honour: sampling, and searches other than greedy (beams,
+contrastive, DoLa, several answers). A greedy model's `supports` lists none of them."""
+
+GREEDY = "its decoding is greedy: no sampling, no beam search"
+"""Why a greedy model refuses an option of `NOT_GREEDY` (the end of the refusal's line)."""
+
+
+def drawing(options: dict) -> tuple[str, ...]:
+    """The options among `options` whose values draw tokens at random (`DRAWS`): a call
+    under them may answer otherwise the next time, so no kept output stands for it."""
+    return tuple(k for k, v in sorted(options.items()) if k in DRAWS and v is not None and DRAWS[k](v))
 
 
 @dataclass(frozen=True)
@@ -81,7 +106,8 @@ class AnswerModel(ABC):
 
     name: str = "model"
     supports: frozenset[str] = frozenset({"max_new_tokens"})
-    deterministic: bool = False  # the same call gives the same answer (greedy, in process): its outputs may be kept
+    deterministic: bool = False  # the same call gives the same answer (greedy, in process): its outputs may be
+    # kept, those of a call whose options draw at random (`drawing`) aside
 
     def answer_with(self, question: str, contexts: Sequence, settings) -> Answer:
         """The answer under a generate op's settings (contexts already cut): the
@@ -138,8 +164,9 @@ class AnswerModel(ABC):
         refused = sorted(set(options) - (self.supports & GENERATION))
         if refused:
             takes = ", ".join(sorted(self.supports & GENERATION)) or "none"
-            raise ApproxError(f"'{self.name}' does not take the generation option '{refused[0]}' (it takes {takes})",
-                              where=self.name)
+            why = f"; {GREEDY}" if refused[0] in NOT_GREEDY else ""
+            raise ApproxError(f"'{self.name}' does not take the generation option '{refused[0]}' "
+                              f"(it takes {takes}{why})", where=self.name)
 
     def answer(self, question: str, contexts: Sequence[str], max_new_tokens: int | None = None,
                **options) -> Answer:
@@ -209,5 +236,5 @@ def parse_prompt(prompt: str) -> tuple[str, list[str]]:
     return question, [t.rstrip("\n") for t in parts[2::2]]
 
 
-__all__ = ["Answer", "AnswerModel", "GENERATION", "first_line", "build_prompt", "parse_prompt", "fallback_answer",
-           "check_answer"]
+__all__ = ["Answer", "AnswerModel", "GENERATION", "NOT_GREEDY", "drawing", "first_line", "build_prompt",
+           "parse_prompt", "fallback_answer", "check_answer"]

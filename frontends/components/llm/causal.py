@@ -3,7 +3,7 @@ model, with greedy decoding written as an explicit loop (KV cache, one token per
 step) so that `max_new_tokens` is exactly the truncation of that loop: the
 output at n tokens is the first n tokens of the output at N > n. Generation
 options (`repetition_penalty`, ...) choose each token after the logits processors
-transformers' `generate` builds for them (`generation.processors`).
+transformers' `generate` builds for them (`generation.processors`, `next_token`).
 
 Confidence = geometric mean of the chosen tokens' probabilities
 (exp of the mean log-probability), the usual length-normalised sequence score.
@@ -22,6 +22,7 @@ from approx_dialect.diagnostics import ApproxError
 from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.generation import processors, transformers_options
+from frontends.components.llm.next_token import next_token
 from frontends.components.variants import Variants
 
 DEFAULT_MAX_NEW_TOKENS = 32
@@ -91,12 +92,9 @@ class CausalLM(Variants, AnswerModel):
         process = processors(self.model, options, int(ids.shape[1]))
         for _ in range(n):
             result = self.model(input_ids=step, past_key_values=past, use_cache=True)
-            logp = torch.log_softmax(result.logits[0, -1].float(), dim=-1)
-            scores = logp  # the token as `generate` chooses it; its log-probability is the model's
-            if process is not None:
-                seen = torch.cat([ids, torch.tensor([out], dtype=ids.dtype)], 1)
-                scores = process(seen, result.logits[:, -1].float())
-            nxt = int(torch.argmax(scores))
+            logits = result.logits[0, -1].float()
+            logp = torch.log_softmax(logits, dim=-1)  # the chosen token's log-probability is the model's
+            nxt = next_token(logits, process, lambda: torch.cat([ids, torch.tensor([out], dtype=ids.dtype)], 1))
             out.append(nxt)
             lps.append(float(logp[nxt]))
             if nxt in self.eos:

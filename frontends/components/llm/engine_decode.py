@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from frontends.components.llm.engine import ENGINES, set_threads
+from frontends.components.llm.next_token import next_token
 
 PAST, PRESENT = "past_key_values", "present"  # the builder's cache input / output names
 
@@ -39,13 +40,14 @@ def log_softmax_at(logits, token: int) -> float:
 
 
 def greedy(logits, advance, n: int, stop) -> tuple[list[int], list[float]]:
-    """Greedy tokens from the prompt's `logits`: each the argmax, with its log-probability,
+    """Greedy tokens from the prompt's `logits`: each the argmax (`next_token`; a call with
+    generation options runs torch's variant, `engine_model`), with its log-probability,
     until `n` or `stop(tokens)`; `advance(token, fed)` feeds a token (the `fed`-th new one)
     and returns the next logits."""
     tokens: list[int] = []
     logps: list[float] = []
     while len(tokens) < n:
-        token = int(np.argmax(logits))
+        token = next_token(logits)
         logps.append(log_softmax_at(logits, token))
         tokens.append(token)
         if len(tokens) == n or stop(tokens):

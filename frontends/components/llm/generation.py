@@ -3,10 +3,13 @@
 transformers' `GenerationConfig` takes every option by its name, so a model that
 decodes with `generate` passes the op's options on whole. The decoding loops
 written here (`CausalLM`'s, the per-token exit, the compiled GPU decode) choose
-each token from the logits after the processors that `generate` builds from the
-same config, so they pick the tokens `generate` picks; with no option they build
-none and run as before (knob 0 exact). Which options a transformers model
-supports follows from the declaration: the declared ones `GenerationConfig` knows.
+each token by `next_token.next_token`, the argmax of the logits after the processors
+that `generate` builds from the same config, so they pick the tokens `generate` picks;
+with no option they build none and take the plain argmax (knob 0 exact). Which options
+a transformers model supports follows from the declaration: the declared ones
+`GenerationConfig` knows, less those a greedy decoding cannot honour (sampling and
+beams, `base.NOT_GREEDY`: every loop here and `generate` with `do_sample=False` are
+greedy), which a declaration is refused for.
 """
 
 from __future__ import annotations
@@ -14,16 +17,17 @@ from __future__ import annotations
 from functools import cache
 
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.llm.base import GENERATION
+from frontends.components.llm.base import GENERATION, NOT_GREEDY
 
 
 @cache
 def transformers_options() -> frozenset[str]:
-    """The declared generation options transformers' `GenerationConfig` knows by name."""
+    """The declared generation options transformers' `GenerationConfig` knows by name and
+    a greedy decoding honours (no sampling or search option: `NOT_GREEDY`)."""
     from transformers import GenerationConfig
 
     known = GenerationConfig().to_dict()
-    return frozenset(o for o in GENERATION if o in known)
+    return frozenset(o for o in GENERATION if o in known and o not in NOT_GREEDY)
 
 
 def processors(model, options: dict, prompt_tokens: int, device=None):

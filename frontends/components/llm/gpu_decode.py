@@ -11,8 +11,9 @@ depth), on its first call, outside timed passes when the caller warms it up; the
 cache is sized once (`max_len`) and reset per question, and positions are slices of
 one device tensor, so nothing is recompiled per question.
 
-Only torch and transformers are imported here: the module runs where the rest of
-the toolchain does not (a GPU machine without MLIR's bindings).
+Only torch and transformers are imported here (and `next_token`, which imports nothing):
+the module runs where the rest of the toolchain does not (a GPU machine without MLIR's
+bindings).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import inspect
 from collections.abc import Callable
 
 import torch
+
+from frontends.components.llm.next_token import next_token
 
 
 def cache_keyword(model) -> str:
@@ -34,7 +37,8 @@ class CompiledGreedy:
     greedy decoding of at most `n` tokens after the prompt `ids` ([1, L] on the model's
     device), ending after the first token for which `stop(tokens so far)` is true (None:
     never); with `processors` (transformers' logits processors of the call's generation
-    options) each token is chosen from the float32 logits after them, as `generate` does."""
+    options) each token is chosen from the float32 logits after them, as `generate` does
+    (`next_token`)."""
 
     def __init__(self, model, max_len: int = 2048):
         from transformers import StaticCache
@@ -75,18 +79,16 @@ class CompiledGreedy:
         logps: list[float] = []
         seen = ids
         for i in range(n):
-            if processors is None:
-                token = logits.argmax(-1)
-            else:  # outside the captured graph: a few small kernels per token
-                token = processors(seen, logits.float()).argmax(-1)
-                seen = torch.cat([seen, token.view(1, 1)], 1)
-            logp = torch.log_softmax(logits.float(), -1)[0, token]
-            tokens.append(int(token))
-            logps.append(float(logp))
+            token = next_token(logits, processors, seen)  # processors: outside the captured graph
+            tokens.append(token)
+            logps.append(float(torch.log_softmax(logits.float(), -1)[0, token]))
             if (stop is not None and stop(tokens)) or i == n - 1:
                 break
+            fed = torch.tensor([[token]], dtype=ids.dtype, device=ids.device)
+            if processors is not None:
+                seen = torch.cat([seen, fed], 1)
             torch.compiler.cudagraph_mark_step_begin()
-            logits = self.step(token.view(1, 1), self.positions[length + i:length + i + 1]).clone()
+            logits = self.step(fed, self.positions[length + i:length + i + 1]).clone()
         return tokens, logps
 
 

@@ -11,7 +11,9 @@ names (`max_new_tokens` as `max_tokens`; the others, such as vLLM's
 `repetition_penalty`, in the body beside the standard fields), so every declared
 option reaches the server and the server decides what it accepts.
 
-Every request is greedy (temperature 0), so an answer is a function of its request:
+Every request is greedy (temperature 0) unless its op sets a temperature (sent as
+the standard field) or another sampling option; a call drawing at random is never kept
+(`settings.draws`). A greedy answer is a function of its request:
 the model is `deterministic` and the autotuner keeps its calls' outputs
 (`frontends.components.kept`) as it keeps a local model's, keyed by `identity()`
 (URL, model, API, the fixed parts of the body) with the op's settings and
@@ -99,15 +101,18 @@ class OpenAIAnswerModel(AnswerModel):
     def _send(self, prompt: str, max_tokens: int, system: str | None, options: dict | None):
         import openai
 
+        options = dict(options or {})
+        temperature = options.pop("temperature", TEMPERATURE)  # the op's, where it sets one
+        options = options or None
         try:
             if self.api == "chat":
                 messages = [{"role": "system", "content": system}] if system else []
                 messages.append({"role": "user", "content": prompt})
                 return self.client.chat.completions.create(model=self.model, messages=messages, max_tokens=max_tokens,
-                                                           temperature=TEMPERATURE, logprobs=self.logprobs or None,
+                                                           temperature=temperature, logprobs=self.logprobs or None,
                                                            extra_body=options)
             return self.client.completions.create(model=self.model, prompt=prompt, max_tokens=max_tokens,
-                                                  temperature=TEMPERATURE, logprobs=1 if self.logprobs else None,
+                                                  temperature=temperature, logprobs=1 if self.logprobs else None,
                                                   extra_body=options)
         except openai.APITimeoutError:
             raise ApproxError(f"no answer from model '{self.model}' within {self.timeout:g} s (timeout)",

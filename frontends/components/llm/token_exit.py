@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from frontends.components.llm.gpu_decode import cache_keyword
+from frontends.components.llm.next_token import next_token
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def greedy(model, ids: torch.Tensor, n: int, threshold: float | None, exits: Seq
     below the model's own) whose top-token probability is >= `threshold`; None never
     exits (every token from the top, as `generate` gives). With `processors` (transformers'
     logits processors of the call's generation options) every exit's and the top's
-    logits are read after them, in float32, as `generate` reads the top's."""
+    logits are read after them, in float32, as `generate` reads the top's (`next_token`)."""
     from transformers import DynamicCache
 
     depth = len(model.model.layers)
@@ -60,14 +61,14 @@ def greedy(model, ids: torch.Tensor, n: int, threshold: float | None, exits: Seq
         logps: list[float] = []
         depths: list[int] = []
 
-        def chosen(raw: torch.Tensor) -> torch.Tensor:
-            if processors is None:
-                return raw
-            seen = torch.cat([ids, torch.tensor([tokens], dtype=ids.dtype, device=ids.device)], 1)
-            return processors(seen, raw.reshape(1, -1).float())[0]
+        def seen() -> torch.Tensor:
+            return torch.cat([ids, torch.tensor([tokens], dtype=ids.dtype, device=ids.device)], 1)
+
+        def chosen(raw: torch.Tensor) -> torch.Tensor:  # an exit's logits as its confidence reads them
+            return raw if processors is None else processors(seen(), raw.reshape(1, -1).float())[0]
 
         while True:
-            token = int(chosen(logits).argmax(-1))
+            token = next_token(logits, processors, seen)
             tokens.append(token)
             logps.append(float(torch.log_softmax(logits.float(), -1)[token]))
             depths.append(at)
