@@ -59,6 +59,16 @@ $(IREE): $(TEST_PKGS)
 	$(PY) -m pip install --quiet --quiet --no-compile -e '.[iree]'
 	touch $(IREE)
 
+# llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from its sdist without the multimodal library:
+# about 8 CPU minutes) for tests/test_llama_server.py and bench/llama_server_bench.py; `make test` does without it
+LLAMA_CPP_VERSION := 0.3.36
+.PHONY: llama-server
+llama-server: $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF $(CMAKE_ARGS)" \
+		$(PY) -m pip install --quiet --quiet --no-compile --no-binary llama-cpp-python \
+		'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
+	$(PY) -c "import llama_cpp, llama_cpp.server.app; print('llama-cpp-python', llama_cpp.__version__)"
+
 # the CPU inference engines (onnxruntime-genai, openvino; about 300 MB; part of `make install`): SmolLM2's exact path on the CPU
 # and its int8 / int4 / bf16 values. Each SmolLM2 model's engine builds (~10 s each; the RAG answer model's fp32, int8,
 # int4: 520 + 260 + 80 MB under .cache/approx/engines) and the probes that decide whether the engine or eager torch is
