@@ -1,11 +1,14 @@
 """What the autotuner tunes: anything with knobs that can be built for a
-configuration. The tuner never reaches into passes; it calls `knobs` and `build`,
-so a `.mlir` file and a decorated Python function are tuned alike, and reads the
-optional members of `OPTIONAL` (only through `offered`) where a program has them."""
+configuration. The tuner never reaches into passes; it calls `knobs` and `build`
+(`Program`), so a `.mlir` file and a decorated Python function are tuned alike, and
+reads the hooks of `PlainProgram` and `CostlyProgram` where a program has them, each
+on its own and only through `offered`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -15,7 +18,7 @@ from passes.knobs import KnobSpec, knob_specs
 
 
 class Program(Protocol):
-    """Required: `name`, `knobs()`, `build(config)`. Optional: the members of `OPTIONAL`."""
+    """What every program has: the search space and a build per configuration."""
 
     name: str
 
@@ -27,37 +30,69 @@ class Program(Protocol):
         ({} = as annotated; every knob at {"knob_val": 0} = exact)."""
 
 
-# What a program may offer besides the Protocol, and what the tuner does without it:
-# name -> (a method or a plain attribute, what it is and what its absence means).
-OPTIONAL: dict[str, tuple[str, str]] = {
-    "spec": ("attribute", "str `file.mlir:entry` or `pkg.module:function`: how worker processes build the "
-             "program again; absent: they get the object pickled"),
-    "kind": ("attribute", "'kernel' for JIT code running in the calling thread (timed by its CPU clock); "
-             "absent: wall-clock time"),
-    "text": ("attribute", "the program's source, with `entry` the key its builds are remembered by; "
-             "absent: the object's identity"),
-    "entry": ("attribute", "the entry function of `text`; absent: ''"),
-    "tree_features": ("method", "() -> {knob: [feature, ...]} of each multi-feature tree, kept while its "
-                      "thresholds are tuned; absent: no such trees"),
-    "transformed_ir": ("method", "(config) -> the approx-free IR of `config`, shown in the report; "
-                       "absent: `ir`"),
-    "ir": ("method", "(after=True, config=...) -> the same, for a decorated function; absent: no IR shown"),
-    "profile": ("method", "(inputs, config=None) -> {label: {'share': ...}}, the time per component call; with "
-                "dotted knob names it turns on the search strategy (`autotuner.strategy`); absent: a plain search"),
-    "negligible_knobs": ("method", "(inputs) -> {knob: share}: knobs fixed at exact, their calls cannot pay; "
-                         "absent: only the components under 2 % of the profiled time"),
-    "states": ("method", "(inputs) -> each input's decision state, where the dynamic study's first trials "
-               "cut ladders; absent: cuts spread over the ladder's range"),
-    "untimed": ("method", "() -> a context the QoS (warm-up) pass runs in, never a timed pass (e.g. reading "
-                "kept outputs); absent: none"),
-    "kept_only": ("method", "() -> a context like `untimed` in which a call that was not kept raises `NotKept` "
-                  "instead of running: a configuration scored from kept outputs alone (the strategy's sweep); "
-                  "absent: no sweep"),
-    "keep_outputs": ("method", "(path) -> True when the program keeps its deterministic components' outputs "
-                     "in `path` (then timing is modelled from them); absent: nothing kept"),
-    "reuse_counts": ("method", "() -> {'reused': n, 'run': n}: kept calls read and calls run in this process, "
-                     "for the result; absent: not reported"),
-}
+class PlainProgram(Program, Protocol):
+    """What any program may offer besides: how it is rebuilt, timed, keyed and shown.
+    Each hook is optional; the tuner does without it as each docstring says."""
+
+    @property
+    def spec(self) -> str:
+        """`file.mlir:entry` or `pkg.module:function`: worker processes build the program from it (else: pickled)."""
+
+    @property
+    def kind(self) -> str:
+        """'kernel' for JIT code in the calling thread: timed by its CPU clock (else: wall-clock time)."""
+
+    @property
+    def text(self) -> str:
+        """The program's source: with `entry`, what its builds are remembered by (else: the object's identity)."""
+
+    @property
+    def entry(self) -> str:
+        """The entry function of `text` (else: '')."""
+
+    def tree_features(self) -> dict[str, list[int]]:
+        """Knob -> features of each multi-feature tree, kept while its thresholds are tuned (else: no such trees)."""
+
+    def transformed_ir(self, config: dict[str, dict]) -> str:
+        """The approx-free IR of `config`, shown in the report (else: `ir`)."""
+
+    def ir(self, after: bool = False, config: dict | None = None) -> str:
+        """The same for a decorated function, with `after=True` (else: no IR shown)."""
+
+
+class CostlyProgram(Program, Protocol):
+    """The hooks of a program of costly component calls (models, retrieval, endpoints),
+    whose calls the tuner profiles, keeps and costs. Each hook is optional."""
+
+    def profile(self, inputs: Sequence, config: dict | None = None) -> dict[str, dict[str, float]]:
+        """Label -> {'share', ...} of each component's time: with dotted knob names, turns on `autotuner.strategy`."""
+
+    def negligible_knobs(self, inputs: Sequence) -> dict[str, float]:
+        """Knob -> share: knobs the strategy fixes at exact, their calls cannot pay (else: those under 2 %)."""
+
+    def states(self, inputs: Sequence) -> list[int]:
+        """Each input's decision state, where the dynamic study's first ladders cut (else: cuts spread evenly)."""
+
+    def untimed(self) -> AbstractContextManager[Any]:
+        """The context of untimed (QoS) passes; it yields the `Reuse` that costs kept calls, or None."""
+
+    def kept_only(self) -> AbstractContextManager[Any]:
+        """`untimed`, where a call not kept raises `NotKept`: the sweep scores configurations from kept calls."""
+
+    def keep_outputs(self, path: Path) -> bool:
+        """Keep the deterministic components' outputs in `path`; True turns on modelled timing."""
+
+    def reuse_counts(self) -> dict[str, int]:
+        """{'reused', 'run'} calls (and endpoint requests) of this process, reported in the result."""
+
+
+def _hooks(protocol: type) -> dict[str, bool]:
+    """Hook name -> whether it is a method (else a plain attribute) of `protocol`'s own members."""
+    return {name: inspect.isfunction(member) for name, member in vars(protocol).items()
+            if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))}
+
+
+OPTIONAL: dict[str, bool] = {**_hooks(PlainProgram), **_hooks(CostlyProgram)}  # hook -> is a method
 
 
 class NotKept(BaseException):
@@ -67,14 +102,14 @@ class NotKept(BaseException):
 
 
 def offered(program: Any, name: str) -> Any:
-    """The optional member `name` (a key of OPTIONAL) of `program`, or None where it
-    offers none: one place where the tuner's duck typing is declared."""
+    """The hook `name` of `program` (declared in `PlainProgram` or `CostlyProgram`), or
+    None where it offers none (a method hook that is not callable counts as none). A
+    name declared in neither is a programming error, raised here at once: a misspelt
+    hook must not silently read as absent."""
     if name not in OPTIONAL:
-        raise KeyError(f"'{name}' is not an optional member of a Program (approx_opt.program.OPTIONAL)")
+        raise KeyError(f"'{name}' is not a hook of PlainProgram or CostlyProgram (approx_opt.program)")
     value = getattr(program, name, None)
-    if OPTIONAL[name][0] == "method" and not callable(value):
-        return None
-    return value
+    return value if callable(value) or not OPTIONAL[name] else None
 
 
 class MlirProgram:

@@ -2,8 +2,9 @@
 
 `autotuner.tune(program, inputs, references, metric=, budget=, search=Search(...),
 cost=Cost(...), held_out=HeldOut(...), storage=Storage(...)) -> TuningResult`; the
-command is `approx-tune` (`autotuner.cli`). Names are imported on first use, so
-importing `autotuner.decision_tree` does not load Optuna. The tuner sits on top:
+command is `approx-tune` (`autotuner.cli`), and `tune_command(argv)` runs `approx-tune
+run ARGV` in this process. Names are imported on first use, so importing
+`autotuner.decision_tree` does not load Optuna. The tuner sits on top:
 it may import every other package of the toolchain (programs, metrics,
 components) and drives programs only through the `Program` protocol and its
 optional members (`approx_opt.program`).
@@ -27,6 +28,8 @@ _EXPORTS = {
     "Cost": "autotuner.settings",
     "HeldOut": "autotuner.settings",
     "Storage": "autotuner.settings",
+    "TUNING_QOS": "autotuner.settings",
+    "tune_command": "autotuner.cli",
     "SAMPLERS": "autotuner.settings",
     "DEFAULT_SAMPLER": "autotuner.settings",
     "open_storage": "autotuner.storage",

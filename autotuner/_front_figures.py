@@ -1,11 +1,14 @@
 """The figures of a study's front: its points timed paired on the tuning split
 where their speedups were modelled (`time_front`), and re-measured on the held-out
 split (`eval_front`); each kept in the study as it is measured, so a resumed run
-measures only the points left."""
+measures only the points left, and makes the held-out measurer (`HeldOutMeasurer`)
+only where a held-out figure is missing."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import offered
@@ -13,8 +16,60 @@ from autotuner._records import REUSED, TIMED, front, records
 from autotuner.explain import is_exact
 from autotuner.measure import Measurer
 from autotuner.results import FrontPoint
+from autotuner.settings import Cost
 
 MAX_TIMING_ROUNDS = 5  # front timing: rounds of timing the untimed points of the front
+EXACT = "eval:exact"  # study attr: the held-out exact program's figures (`exact_figures`)
+
+
+class HeldOutMeasurer:
+    """The held-out split's measurer, made on first use: a Measurer, or with `jobs` > 1 a
+    ShardedEvaluation of `source` (the program or its spec), timing paired. Making it
+    runs the exact program on held-out inputs (live, outside any untimed context: an
+    endpoint's requests are sent), which a resumed study whose held-out figures are all
+    kept needs not."""
+
+    def __init__(self, program, source, inputs, references, metric, cost: Cost, jobs: int = 1,
+                 progress: Callable[[str], None] | None = None):
+        self._program, self._source, self._inputs, self._references = program, source, inputs, references
+        self._metric, self._cost, self._jobs, self._progress = metric, replace(cost, timing="paired"), jobs, progress
+        self.with_references, self.made = references is not None, None
+
+    def __call__(self):
+        """The measurer, made now where it was not."""
+        if self.made is None and self._jobs > 1 and len(self._inputs) > 1:
+            from autotuner.sharded import ShardedEvaluation
+
+            self.made = ShardedEvaluation(self._source, self._inputs, self._references, self._metric,
+                                          jobs=self._jobs, cost=self._cost, progress=self._progress)
+        elif self.made is None:
+            self.made = Measurer(self._program, self._inputs, self._references, self._metric, self._cost,
+                                 what="evaluation")
+        return self.made
+
+    def close(self) -> None:
+        """End the workers of a ShardedEvaluation, where one was made."""
+        from autotuner.sharded import ShardedEvaluation
+
+        if isinstance(self.made, ShardedEvaluation):
+            self.made.close()
+
+
+def exact_figures(studies: Iterable, held_out: HeldOutMeasurer) -> dict:
+    """The held-out exact program's figures ({"seconds", "money", "scores"}: scores only
+    against references): from the measurer where it was made (then kept in each of
+    `studies`), else those a study kept; the measurer is made only where none did."""
+    studies = list(studies)
+    if held_out.made is None:
+        kept = next((s.user_attrs[EXACT] for s in studies if EXACT in s.user_attrs), None)
+        if kept is not None:
+            return kept
+    m = held_out()
+    figures = {"seconds": m.exact_seconds(), "money": m.exact_money(),
+               "scores": [float(v) for v in m.exact_scores] if held_out.with_references else None}
+    for s in studies:
+        s.set_user_attr(EXACT, figures)
+    return figures
 
 
 def time_front(study, timer: Measurer, program, budget: float, say=None, levels=None, deadline=None) -> int:
@@ -91,11 +146,11 @@ def chosen_at(fr: list, levels) -> set[int]:
     return out
 
 
-def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=None,
+def eval_front(study, fr: list, program, held_out: HeldOutMeasurer | None, mode: str, notes: list, levels=None,
                replayed_in: dict | None = None) -> list[FrontPoint]:
-    """The front's points, re-measured on the held-out split (`eval_m`: a Measurer, or a
-    ShardedEvaluation whose workers share the inputs; kept in the study, so a resume
-    does not measure them again); with `levels`, only the points chosen at them
+    """The front's points, re-measured on the held-out split (`held_out`, made only for
+    a figure not kept; kept in the study, so a resume does not measure them again);
+    with `levels`, only the points chosen at them
     (`chosen_at`: a large front of a costly program costs a held-out pass per point,
     and only the chosen ones are reported). A point with every knob exact is the exact
     program (knob 0 is exact): 1.00x and no loss, not timed against itself (for a
@@ -117,7 +172,7 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
         p.speedup_tune_modelled = bool(r.attrs.get("modelled")) and not r.attrs.get("timed")
         p.ir = transformed_ir(program, r.config)
         points.append(p)
-        if eval_m is None or r.number not in replayed:
+        if held_out is None or r.number not in replayed:
             continue
         cached = study.user_attrs.get(f"eval:{r.number}")
         source = (replayed_in or {}).get(r.attrs.get(REUSED))
@@ -136,6 +191,7 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
         study.set_user_attr(f"eval:{pending[i].number}", cached)
         figures[pending[i].number] = cached
 
+    eval_m = held_out() if pending else None  # made before the points: its failure is not theirs
     if isinstance(eval_m, ShardedEvaluation):
         eval_m.measure([r.config for r in pending], store)
     elif eval_m is not None:
@@ -145,8 +201,9 @@ def eval_front(study, fr: list, program, eval_m, mode: str, notes: list, levels=
             except ApproxError as err:
                 store(i, err.line())
     for number in exact:  # after the others: their paired timings ran the exact program (`Measurer.paired`)
-        figures[number] = {"qos_loss": 0.0, "speedup": 1.0, "seconds": eval_m.exact_seconds(),
-                           "money": eval_m.exact_money(), "ci": None, "loss_ci": [0.0, 0.0]}
+        e = exact_figures([study], held_out)
+        figures[number] = {"qos_loss": 0.0, "speedup": 1.0, "seconds": e["seconds"], "money": e["money"],
+                           "ci": None, "loss_ci": [0.0, 0.0]}
     for p, r in zip(points, fr):
         cached = figures.get(r.number)
         if cached is None:

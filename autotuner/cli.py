@@ -1,7 +1,8 @@
 """approx-tune: search a program's accuracy/performance Pareto front, write its
 report, and apply a chosen configuration.
 
-  approx-tune run PROGRAM --inputs GEN [options]   (PROGRAM: file.mlir:entry or pkg.module:function)
+  approx-tune run PROGRAM --inputs GEN [--n-tune N] [--tuning-qos MODE] [options]
+                                                  (PROGRAM: file.mlir:entry or pkg.module:function)
   approx-tune report [--out DIR | --result FILE | --storage URL --study-name NAME] [--to DIR]
   approx-tune apply [--out DIR | --result FILE] [--mode M] [--point I | --max-loss X] [FILE.mlir] [-o OUT]
   approx-tune verify [--out DIR | --result FILE | --row NAME] [--mode M] [--point I ...] [--inputs GEN] [--reverse]
@@ -23,27 +24,12 @@ from pathlib import Path
 
 from approx_dialect.diagnostics import ApproxError, internal_error_line
 from approx_opt.program import offered
-from autotuner.settings import DEFAULT_SAMPLER, SAMPLERS
+from autotuner.run_command import metric_of as _metric
+from autotuner.run_command import run_parsed
+from autotuner.settings import DEFAULT_SAMPLER, SAMPLERS, TUNING_QOS
 from frontends.quiet import quiet_third_party
 
 WHERE = "<approx-tune>"
-
-
-def _pairs(items: list[str], what: str) -> dict[str, str]:
-    out = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name or not value:
-            raise ApproxError(f"{what} takes KNOB=VALUES, got {item!r}", where=WHERE)
-        out[name] = value
-    return out
-
-
-def _ints(text: str, what: str) -> list[int]:
-    try:
-        return [int(v) for v in text.replace(":", ",").split(",") if v.strip()]
-    except ValueError:
-        raise ApproxError(f"{what}: expected integers, got {text!r}", where=WHERE) from None
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -53,10 +39,23 @@ def make_parser() -> argparse.ArgumentParser:
                    "transformers' warnings and progress bars)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="run or resume a study, re-measure its front on held-out inputs")
+    r = sub.add_parser("run", help="run or resume a study, re-measure its front on held-out inputs",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="tuning QoS (--tuning-qos; the held-out evaluation scores against the references in "
+                       "every mode):\n" + "\n".join(f"  {k:10} {v}" for k, v in TUNING_QOS.items()))
     r.add_argument("program", help="file.mlir:entry, or pkg.module:function (a decorated function or Program)")
     r.add_argument("--inputs", required=True, help="pkg.module:function or file.py:function returning the inputs "
-                   "(a list of argument tuples) or (inputs, references)")
+                   "(a list of argument tuples) or (inputs, references); with --n-tune, a split of its own")
+    r.add_argument("--n-tune", type=int, metavar="N", help="call --inputs as a split generator, GEN(n_tune=N, "
+                   "seed=SEED, n_eval=M), returning ((tuning inputs, references), (held-out inputs, references)) "
+                   "(--eval-ratio does not apply); kept: at most N tuning inputs")
+    r.add_argument("--n-eval", type=int, metavar="M", help="held-out inputs of the split generator (with --n-tune; "
+                   "default: the generator's own)")
+    r.add_argument("--tuning-qos", metavar="MODE", help=f"what the search scores on the tuning inputs: "
+                   f"{', '.join(TUNING_QOS)} (listed below; default: gold where the inputs give references, else "
+                   "agreement)")
+    r.add_argument("--kept-from", metavar="GEN", help="kept: the candidate tuning inputs, (inputs, references) from "
+                   "GEN called as --inputs is, tried in their order (default: the tuning inputs)")
     r.add_argument("--metric", default="rel_l2", help="containment, exact_match, rel_l2, rbo, or "
                    "pkg.module:function (output, reference) -> [0, 1] (default rel_l2)")
     r.add_argument("--budget", type=float, default=0.05, help="largest QoS loss, a fraction (default 0.05)")
@@ -72,6 +71,10 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--study-name", help="default: the program's name")
     r.add_argument("--out", help="output folder (default approx-tune/<program>)")
     r.add_argument("--eval-ratio", type=float, default=5.0, help="evaluation inputs per tuning input (default 5)")
+    r.add_argument("--eval-levels", metavar="L1,L2", help="re-measure held out only the front points chosen at "
+                   "these QoS-loss levels, fractions (default: the whole front)")
+    r.add_argument("--ablate", metavar="L1,L2", help="ablate the point chosen at each of these QoS-loss levels: each "
+                   "knob set back to exact, paired, on as many held-out inputs as --n-tune (or tuning inputs)")
     r.add_argument("--repeats", type=int, default=5, help="timed samples per measurement (default 5)")
     r.add_argument("--stage-fraction", type=float, default=0.2,
                    help="share of the tuning inputs in the first stage (0: no staged evaluation)")
@@ -141,61 +144,24 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load_fn(spec: str, what: str):
-    from autotuner.loading import load_object
-
-    fn = load_object(spec, what)
-    if not callable(fn):
-        raise ApproxError(f"{what} {spec} is not callable", where=WHERE)
-    return fn
-
-
-def _metric(name: str):
-    if ":" in name:
-        from autotuner.loading import load_object
-
-        return load_object(name, "QoS metric")
-    return name
+def tune_command(argv: list[str]):
+    """What `approx-tune run ARGV...` does, printing nothing: its TuningResult (saved in
+    its --out folder). Programs that tune a system for people (the bench, the demo) run
+    it with the options a user has, so each of their runs is that command."""
+    try:
+        a = make_parser().parse_args(["run", *map(str, argv)])
+    except SystemExit:
+        raise ApproxError(f"not an approx-tune run command: {' '.join(map(str, argv))}", where=WHERE) from None
+    return run_parsed(a)[0]
 
 
 def cmd_run(a) -> int:
-    from autotuner.loading import load_inputs
-    from autotuner.settings import Cost, HeldOut, Search, Storage
-    from autotuner.study import tune
-
-    inputs, refs = load_inputs(a.inputs)
-    narrow = {k: {"values": _ints(v, f"--narrow {k}")} for k, v in _pairs(a.narrow, "--narrow").items()}
-    for k, v in _pairs(a.narrow_thresholds, "--narrow-thresholds").items():
-        bounds = _ints(v, f"--narrow-thresholds {k}")
-        if len(bounds) != 2:
-            raise ApproxError(f"--narrow-thresholds {k}: expected LO:HI, got {v!r}", where=WHERE)
-        narrow.setdefault(k, {})["thresholds"] = bounds
-    fix = {k: _ints(v, f"--fix {k}")[0] for k, v in _pairs(a.fix, "--fix").items()}
-    out = Path(a.out) if a.out else None
-    progress = sys.stderr.isatty() if a.progress is None else a.progress
-    search = Search(n_trials=a.trials, mode=a.mode, sampler=a.sampler, seed=a.seed, patience=a.patience,
-                    timeout=a.timeout, stage_fraction=a.stage_fraction, narrow=narrow, fix=fix, jobs=a.jobs,
-                    sweep=a.sweep)
-    cost = Cost(objective=a.objective, money=_load_fn(a.money, "money cost function") if a.money else None,
-                clock=a.clock, repeats=a.repeats)
-    storage = Storage(url=a.storage, study_name=a.study_name, out_dir=out, warm_start=a.warm_start)
-    result = tune(a.program, inputs, refs, metric=_metric(a.metric), budget=a.budget, search=search, cost=cost,
-                  held_out=HeldOut(ratio=a.eval_ratio), storage=storage, progress=progress)
-    out = out or Path("approx-tune") / _safe(result.program)
-    result.metric_spec = a.metric
-    result.held_out = {"inputs": a.inputs, "kwargs": {}, "eval_ratio": a.eval_ratio, "seed": a.seed}
-    result.save(out / "result.json")
+    result, out = run_parsed(a)
     print(summary(result))
     print(f"result: {out / 'result.json'}")
     if a.report:
         print(f"report: {_write_report(result, out / 'report')}")
     return 0
-
-
-def _safe(name: str) -> str:
-    from autotuner.study import _safe_name
-
-    return _safe_name(name)
 
 
 def summary(result) -> str:

@@ -11,7 +11,8 @@ accounts for.
   in turn, the rest kept, measured paired against the exact program like any
   configuration. A knob's share of the speedup is ln(S) - ln(S without it) over
   ln(S) (shares of a product add up when knobs are independent); its share of the
-  loss is L - (L without it).
+  loss is L - (L without it). `ablate_chosen(result, levels)`: that for the point each
+  level chooses, on the held-out inputs the result records (`approx-tune run --ablate`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import optuna
 from optuna.trial import TrialState
 
 from autotuner.measure import Measurer
+from autotuner.settings import Cost
 
 MIN_TRIALS = 4  # fewer measured trials than this: importances say nothing
 MAX_GROUPS = 8  # a numeric parameter with more distinct values (a decision tree's thresholds): grouped by quartile
@@ -153,3 +155,27 @@ def ablate_levels(result, program, measurer: Measurer, levels=(0.03, 0.06, 0.09)
             seen[key] = row
             out.append(row)
     return out
+
+
+def ablate_chosen(result, levels, n: int | None = None, progress=None) -> None:
+    """`ablate_levels` on the first `n` held-out inputs (None: all), with the program,
+    metric and inputs rebuilt from what the result records (as `approx-tune verify`
+    rebuilds them), into `result.ablations` (the report shows them). Where they cannot
+    be measured (e.g. the exact program scores 0 on so few inputs: no loss to share
+    out), a note says why instead."""
+    from approx_dialect.diagnostics import ApproxError
+    from autotuner.verify import held_out_inputs, load_metric, load_program
+
+    try:
+        inputs, references = held_out_inputs(result)
+        inputs, references = inputs[:n], None if references is None else references[:n]
+        program = load_program(result)
+        measurer = Measurer(program, inputs, references, load_metric(result),
+                            Cost(clock=result.clock or "cpu", timing="paired", repeats=1), what="evaluation")
+        rows = ablate_levels(result, program, measurer, levels, progress=progress)
+    except ApproxError as err:
+        result.notes.append(f"ablation not measured: {err.message}")
+        return
+    for r in rows:
+        r["inputs"] = f"the first {len(inputs)} held-out inputs"
+    result.ablations = rows

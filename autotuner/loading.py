@@ -1,6 +1,7 @@
 """Resolve what `approx-tune` is pointed at: a program (`file.mlir:entry`, or a
 decorated function / Program object `pkg.module:name`) and an inputs generator
-(`pkg.module:function` or `path/to/file.py:function`)."""
+(`pkg.module:function` or `path/to/file.py:function`), or a split generator of sized
+tuning and held-out parts (`load_split`)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,25 @@ def load_inputs(spec: str, kwargs: dict | None = None) -> tuple[list, list | Non
     except Exception as err:
         raise ApproxError(f"inputs generator {spec} failed: {type(err).__name__}: {err}", where=WHERE) from None
     return split_generated(got, spec)
+
+
+def load_split(spec: str, kwargs: dict) -> tuple[tuple[list, list | None], tuple[list, list | None]]:
+    """Call a split generator with `kwargs` (its sizes, e.g. n_tune, seed, n_eval): it
+    returns ((tuning inputs, references), (held-out inputs, references)), a split of its
+    own (disjoint parts: e.g. questions of other articles held out)."""
+    fn = load_object(spec, "inputs generator")
+    if not callable(fn):
+        raise ApproxError(f"inputs generator {spec} is not callable", where=WHERE)
+    try:
+        got = fn(**kwargs)
+    except ApproxError:
+        raise
+    except Exception as err:
+        raise ApproxError(f"inputs generator {spec} failed: {type(err).__name__}: {err}", where=WHERE) from None
+    if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(g, tuple) and len(g) == 2 for g in got)):
+        raise ApproxError(f"{spec} called with {', '.join(f'{k}={v!r}' for k, v in kwargs.items())} must give "
+                          "((tuning inputs, references), (held-out inputs, references))", where=WHERE)
+    return split_generated(got[0], f"{spec} (tuning part)"), split_generated(got[1], f"{spec} (held-out part)")
 
 
 def split_generated(got: Any, spec: str = "inputs") -> tuple[list, list | None]:

@@ -28,7 +28,7 @@ held-out evaluation times every input.
 `timing="model"` (a program that keeps its component calls' outputs, `Reuse`): no
 configuration is timed while it is measured; its untimed pass reads the calls kept
 from earlier passes, and its time is modelled: the pass's own time with each kept
-call counted at the seconds it took when it ran (`Reuse.costed`), so only the calls
+call counted at the seconds it took when it ran (`Reuse.unspent`), so only the calls
 that changed run, and the exact program's time is modelled the same way. The few
 configurations that could reach the front are then timed paired (`timed_figures`).
 `clock="wall"` times wall-clock seconds (what a user waits: right for programs
@@ -53,6 +53,7 @@ from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import NotKept, offered
 from autotuner.figures import Figures, Measurement, PairedTiming, check_exact_qos, summarise
 from autotuner.metrics import Metric, get_metric
+from autotuner.settings import Cost
 
 WHERE = "<measure>"
 MIN_BLOCK_SECONDS = 0.02  # a timed block holds (or repeats) inputs until its exact run lasts this long
@@ -67,6 +68,7 @@ TIMING = ("paired: exact and approximate timed side by side, block by block (a b
           "the held-out evaluation times every held-out input")
 CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 TIMINGS = ("paired", "model")
+PAIRED = Cost(clock="wall", timing="paired")  # a Measurer's cost when none is given
 
 
 def as_args(x: Any) -> tuple:
@@ -78,35 +80,33 @@ class Measurer:
     """Measures configurations of `program` on one split of the inputs."""
 
     def __init__(self, program, inputs: Sequence, references: Sequence | None, metric: str | Callable | Metric,
-                 repeats: int = 5, money: Callable | None = None, objective: str = "time",
-                 exact_config: dict | None = None, what: str = "tuning", clock: str = "wall",
+                 cost: Cost = PAIRED, *, exact_config: dict | None = None, what: str = "tuning",
                  timing_seconds: float | None = None, whole_split: bool = True,
-                 numbers: Sequence[int] | None = None, timing: str = "paired"):
-        """`whole_split=False`: the inputs are a shard of a split (`autotuner.sharded`),
-        whose exact QoS is checked on the whole split, not here; `numbers`: each input's
-        number in that split, which an error names (default: its position here);
-        `timing`: "paired" or "model" (see the module docstring)."""
-        if clock not in CLOCKS:
-            raise ApproxError(f"clock must be 'wall' or 'cpu', got {clock!r}", where=WHERE)
-        if timing not in TIMINGS:
-            raise ApproxError(f"timing must be one of {', '.join(TIMINGS)}, got {timing!r}", where=WHERE)
-        self.timing = timing
-        self.clock, self._now = clock, CLOCKS[clock]
+                 numbers: Sequence[int] | None = None):
+        """`cost`: how cost is measured, its clock and timing given (not "auto": `tune`
+        resolves those for the program; see the module docstring); `whole_split=False`:
+        the inputs are a shard of a split (`autotuner.sharded`), whose exact QoS is
+        checked on the whole split, not here; `numbers`: each input's number in that
+        split, which an error names (default: its position here)."""
+        if not isinstance(cost, Cost):
+            raise TypeError(f"cost must be an autotuner.Cost, got {type(cost).__name__}")
+        if cost.clock not in CLOCKS:
+            raise ApproxError(f"clock must be 'wall' or 'cpu', got {cost.clock!r}", where=WHERE)
+        if cost.timing not in TIMINGS:
+            raise ApproxError(f"timing must be one of {', '.join(TIMINGS)}, got {cost.timing!r}", where=WHERE)
+        self.cost, self._now = cost, CLOCKS[cost.clock]
         self.timing_seconds = timing_seconds  # time a slice whose exact run lasts this long (None: all)
-        if repeats < 1:
-            raise ApproxError(f"repeats must be >= 1, got {repeats}", where=WHERE)
-        if objective not in ("time", "money") or (objective == "money" and money is None):
-            raise ApproxError(f"objective must be 'time' or 'money' (with a money cost function), got {objective!r}",
-                              where=WHERE)
+        # the program's untimed contexts, read once (`approx_opt.program.CostlyProgram`)
+        self._untimed_hook, self._kept_only = offered(program, "untimed"), offered(program, "kept_only")
         if not inputs:
             raise ApproxError(f"the {what} split has no inputs", where=WHERE)
         if references is not None and len(references) != len(inputs):
             raise ApproxError(f"{len(references)} references for {len(inputs)} {what} inputs", where=WHERE)
-        self.program, self.metric, self.repeats = program, get_metric(metric), repeats
+        self.program, self.metric = program, get_metric(metric)
         self.inputs = [as_args(x) for x in inputs]
         self.numbers = list(numbers) if numbers is not None else list(range(len(self.inputs)))
         self.references = list(references) if references is not None else None
-        self.money_fn, self.objective, self.what = money, objective, what
+        self.what = what
         self.exact_config = exact_config if exact_config is not None else \
             {s.name: {"knob_val": 0} for s in program.knobs()}
         try:
@@ -117,12 +117,12 @@ class Measurer:
         self._modelled: list[float] = []  # the last untimed pass's modelled seconds per input
         self._whole_split, self._exact_scores = whole_split, None
         self.exact_fn = fn
-        if timing == "model":  # the exact outputs kept by an earlier run are read, their time modelled
+        if cost.timing == "model":  # the exact outputs kept by an earlier run are read, their time modelled
             with self._untimed() as kept:
                 self._exact_outputs = self._run(fn, self.inputs, exact=True, kept=kept)
         else:
             self._exact_outputs = self._run(fn, self.inputs[:1], exact=True)
-        self.one_pass = (timing == "paired" and objective == "time" and timing_seconds is None
+        self.one_pass = (cost.timing == "paired" and cost.objective == "time" and timing_seconds is None
                          and self.references is not None and self._exact_pending
                          and self._input_seconds[0] >= DEFER_SECONDS)  # see the module docstring
         if not self.one_pass:  # else the other exact outputs come from the first paired round
@@ -166,30 +166,27 @@ class Measurer:
 
     def _untimed(self):
         """The program's untimed context (`untimed()`: e.g. reading kept component outputs), if any."""
-        untimed = offered(self.program, "untimed")
-        return untimed() if untimed else contextlib.nullcontext()
+        return self._untimed_hook() if self._untimed_hook else contextlib.nullcontext()
 
     def _run(self, fn, inputs, exact: bool = False, kept=None, first: int = 0) -> list:
-        """Outputs of `fn` on `inputs` (the split's from its `first`); with `kept` (the untimed
-        context's `Reuse`) each input's modelled seconds go to `_modelled` (see the module docstring)."""
-        outs, now = [], self._now
-        side = "cpu" if self.clock == "cpu" else "wall"
-        kept = kept if hasattr(kept, "costed") else None
+        """Outputs of `fn` on `inputs` (the split's from its `first`); with `kept` (what the untimed
+        context yields: the program's `Reuse`, or None) each input's modelled seconds go to
+        `_modelled` (see the module docstring)."""
+        outs, now, clock = [], self._now, self.cost.clock
         self._modelled = []
         for i, args in enumerate(inputs):
+            unspent = kept.unspent(clock) if kept is not None else 0.0
+            t0 = now()
             try:
-                if kept is not None:
-                    costed, spent = kept.costed[side], kept.spent[side]
-                t0 = now()
                 outs.append(fn(*args))
-                seconds = now() - t0
-                if kept is not None:
-                    seconds += (kept.costed[side] - costed) - (kept.spent[side] - spent)
-                self._modelled.append(seconds)
-                if exact:
-                    self._input_seconds.append(seconds)
             except Exception as err:
                 raise self._failure(err, first + i, exact) from None
+            seconds = now() - t0
+            if kept is not None:
+                seconds += kept.unspent(clock) - unspent
+            self._modelled.append(seconds)
+            if exact:
+                self._input_seconds.append(seconds)
         return outs
 
     def _failure(self, err: Exception, i: int, exact: bool) -> ApproxError:
@@ -253,7 +250,7 @@ class Measurer:
         """Time `fn` and the exact program side by side, block by block, on the first
         n inputs (or the slice `timed_inputs` picks; see the module docstring)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
-        repeats = repeats or self.repeats
+        repeats = repeats or self.cost.repeats
         if self._exact_pending and n == len(self.inputs):
             return self._paired_capturing(fn, repeats)[0]
         self._complete_exact()
@@ -309,9 +306,8 @@ class Measurer:
         return timing, outputs
 
     def _money(self, config: dict, inputs, outputs) -> float | None:
-        if self.money_fn is None:
-            return None
-        return float(sum(self.money_fn(config, a, o) for a, o in zip(inputs, outputs)))
+        money = self.cost.money
+        return None if money is None else float(sum(money(config, a, o) for a, o in zip(inputs, outputs)))
 
     def exact_seconds(self, n: int | None = None) -> float:
         """Time of one exact pass over the first n inputs, for information (speedups never
@@ -341,16 +337,16 @@ class Measurer:
         inputs = self.inputs[:n]
         if self.one_pass and n == len(self.inputs) and not kept_only:  # warm-up on the first input
             self._run(fn, inputs[:1])
-            timing, outputs = self._paired_capturing(fn, repeats or self.repeats)
+            timing, outputs = self._paired_capturing(fn, repeats or self.cost.repeats)
             return Figures(self.metric.scores(outputs, self.references), self._money(config, inputs, outputs), timing)
-        with (offered(self.program, "kept_only")() if kept_only else self._untimed()) as kept:
-            outputs = self._run(fn, inputs, kept=kept if self.timing == "model" else None)  # the warm-up pass
+        with (self._kept_only() if kept_only else self._untimed()) as kept:
+            outputs = self._run(fn, inputs, kept=kept if self.cost.timing == "model" else None)  # the warm-up pass
         refs = (self.references if self.references is not None else self.exact_outputs)[:n]
         scores = self.metric.scores(outputs, refs)
         money = self._money(config, inputs, outputs)
-        if self.objective == "money":
+        if self.cost.objective == "money":
             return Figures(scores, money, None)
-        if self.timing == "model":
+        if self.cost.timing == "model":
             return Figures(scores, money, None, (float(sum(self._input_seconds[:n])), float(sum(self._modelled))))
         return Figures(scores, money, self.paired(fn, n, repeats))
 
@@ -358,13 +354,13 @@ class Measurer:
         """QoS loss and modelled speedup of `fn` on the whole split from kept outputs
         alone, with no model run; None where a call was not kept (or nothing is kept:
         "model" timing and the program's `kept_only` context are needed)."""
-        if self.timing != "model" or offered(self.program, "kept_only") is None:
+        if self.cost.timing != "model" or self._kept_only is None:
             return None
         try:
             figures = self.figures(fn, config, kept_only=True)
         except NotKept:
             return None
-        return summarise(figures, self.exact_scores, self.with_references, self.objective)
+        return summarise(figures, self.exact_scores, self.with_references, self.cost.objective)
 
     def timed_figures(self, fn, n: int | None = None, repeats: int | None = None) -> dict:
         """The paired timing of `fn` beside the exact program (as `measure` times it in
@@ -379,25 +375,6 @@ class Measurer:
         n inputs of the split (all by default)."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         figures = self.figures(fn, config, n, repeats)
-        exact_money = self.exact_money(n) if self.objective == "money" else None
-        return summarise(figures, self.exact_scores[:n], self.with_references, self.objective, exact_money)
+        exact_money = self.exact_money(n) if self.cost.objective == "money" else None
+        return summarise(figures, self.exact_scores[:n], self.with_references, self.cost.objective, exact_money)
 
-
-def split_inputs(inputs: Sequence, references: Sequence | None, eval_ratio: float, seed: int,
-                 eval_inputs: Sequence | None = None, eval_references: Sequence | None = None):
-    """Disjoint tuning and evaluation splits, the evaluation split `eval_ratio` times
-    the tuning one (seeded permutation); or the given evaluation inputs."""
-    if references is not None and len(references) != len(inputs):
-        raise ApproxError(f"{len(references)} references for {len(inputs)} inputs", where=WHERE)
-    if eval_inputs is not None:
-        return (list(inputs), references), (list(eval_inputs), eval_references)
-    if len(inputs) < 2:
-        raise ApproxError(f"need at least 2 inputs to split into tuning and evaluation, got {len(inputs)}",
-                          where=WHERE)
-    if not eval_ratio > 0:
-        raise ApproxError(f"eval_ratio must be > 0, got {eval_ratio}", where=WHERE)
-    order = np.random.default_rng(seed).permutation(len(inputs))
-    n_tune = min(len(inputs) - 1, max(1, round(len(inputs) / (1 + eval_ratio))))
-    pick = lambda xs, idx: None if xs is None else [xs[i] for i in idx]  # noqa: E731
-    tune_idx, eval_idx = order[:n_tune], order[n_tune:]  # shuffled: any prefix is a random slice
-    return (pick(inputs, tune_idx), pick(references, tune_idx)), (pick(inputs, eval_idx), pick(references, eval_idx))

@@ -1,8 +1,9 @@
-"""The settings of `autotuner.tune`, in four groups, as Optuna keeps a study's
+"""The settings of `autotuner.tune`, in groups, as Optuna keeps a study's
 settings in a few objects (a storage, a sampler, the optimize loop's limits)
 rather than in one long argument list:
 
-- `Search`: what is searched and when each mode's search stops;
+- `Search`: what is searched (and against what QoS on the tuning inputs) and when
+  each mode's search stops;
 - `Cost`: how a configuration's cost (time or money) is measured; its QoS side
   is `tune`'s `metric`;
 - `HeldOut`: the held-out split and its re-measurement of the front;
@@ -27,6 +28,11 @@ MODES = ("static", "dynamic", "both")
 CLOCKS = ("auto", "wall", "cpu")
 TIMINGS = ("auto", "paired", "model")
 OBJECTIVES = ("time", "money")
+TUNING_QOS = {  # what the search scores on the tuning inputs -> one line (approx-tune run --help)
+    "agreement": "against the exact program's outputs (every input counts, not only those it gets right)",
+    "gold": "against the references, as the held-out evaluation scores (a gain counts as it does held out)",
+    "kept": "on the tuning inputs the exact program gets right, against their references (no gain offsets a loss)",
+}
 
 
 def _count(value, what: str, optional: bool = False) -> None:
@@ -59,7 +65,11 @@ class Search:
     no stages); `narrow` / `fix`: knob -> values / setting (`SearchSpace.narrow`,
     `SearchSpace.fix`); `jobs`: worker processes running trials; `sweep`: dynamic
     configurations the strategy's sweep scores from kept outputs at most (0: none;
-    `autotuner.strategy`)."""
+    `autotuner.strategy`); `tuning_qos`: what the search scores on the tuning inputs,
+    one of `TUNING_QOS` (None: "gold" where the inputs have references, else
+    "agreement"; the held-out evaluation scores against the references whatever it is:
+    `autotuner.tuning_qos`); `n_kept`: "kept" tunes on at most this many inputs, the
+    first the exact program gets right in the order given (None: every one)."""
 
     n_trials: int = 40
     mode: str = "both"
@@ -72,6 +82,8 @@ class Search:
     fix: Mapping | None = None
     jobs: int = 1
     sweep: int = 5000
+    tuning_qos: str | None = None
+    n_kept: int | None = None
 
     def __post_init__(self):
         _count(self.n_trials, "n_trials must be a positive integer")
@@ -92,6 +104,12 @@ class Search:
         _count(self.jobs, "jobs must be a positive integer")
         if isinstance(self.sweep, bool) or not isinstance(self.sweep, int) or self.sweep < 0:
             raise ApproxError(f"sweep must be a number of configurations >= 0, got {self.sweep!r}", where=WHERE)
+        if self.tuning_qos is not None and self.tuning_qos not in TUNING_QOS:
+            raise ApproxError(f"unknown tuning QoS {self.tuning_qos!r} (one of: {', '.join(TUNING_QOS)})",
+                              where=WHERE)
+        _count(self.n_kept, "n_kept must be a positive number of inputs", optional=True)
+        if self.n_kept is not None and self.tuning_qos != "kept":
+            raise ApproxError(f"n_kept is for the 'kept' tuning QoS, not {self.tuning_qos!r}", where=WHERE)
 
     @property
     def modes(self) -> tuple[str, ...]:

@@ -25,34 +25,32 @@ import numpy as np
 from approx_dialect.diagnostics import ApproxError
 from autotuner.figures import Figures, Measurement, PairedTiming, check_exact_qos, summarise
 from autotuner.loading import as_program
-from autotuner.measure import Measurer, as_args
+from autotuner.measure import PAIRED, Measurer, as_args
 from autotuner.metrics import get_metric
+from autotuner.settings import Cost
 from autotuner.workers import build, check_picklable
 
 WHERE = "<held-out evaluation>"
 POLL_SECONDS = 1.0  # how often the parent checks that its workers are alive
 
 
-def _shard_main(source, inputs, references, metric, repeats, money, objective, clock, shard, numbers, tasks,
-                results):
+def _shard_main(source, inputs, references, metric, cost, shard, numbers, tasks, results):
     """One worker: the exact program on its shard (the inputs numbered `numbers` in the
     split), then each configuration sent to it (a Ctrl-C ends it quietly: the parent
     reports the interruption)."""
     try:
-        _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, numbers, tasks,
-                     results)
+        _serve_shard(source, inputs, references, metric, cost, shard, numbers, tasks, results)
     except KeyboardInterrupt:
         pass
 
 
-def _serve_shard(source, inputs, references, metric, repeats, money, objective, clock, shard, numbers, tasks,
-                 results):
+def _serve_shard(source, inputs, references, metric, cost, shard, numbers, tasks, results):
     try:
         program = as_program(source)
-        m = Measurer(program, inputs, references, metric, repeats, money, objective, what="evaluation",
-                     clock=clock, whole_split=False, numbers=numbers)
+        m = Measurer(program, inputs, references, metric, cost, what="evaluation", whole_split=False,
+                     numbers=numbers)
         results.put(("ready", shard, m.exact_scores, m.exact_seconds(),
-                     m.exact_money() if money is not None else None))
+                     m.exact_money() if cost.money is not None else None))
     except Exception as err:
         results.put(("failed", shard, _line(err)))
         return
@@ -71,19 +69,19 @@ def _line(err: Exception) -> str:
 
 class ShardedEvaluation:
     """Workers each holding a shard of the held-out inputs; `measure` sends them
-    configurations. Use as a context manager (the workers end with it)."""
+    configurations, each measured as `Measurer` measures with `cost`. Use as a context
+    manager (the workers end with it)."""
 
     def __init__(self, source, inputs: Sequence, references: Sequence | None, metric, *, jobs: int,
-                 repeats: int = 1, money: Callable | None = None, objective: str = "time", clock: str = "wall",
-                 progress: Callable[[str], None] | None = None):
+                 cost: Cost = PAIRED, progress: Callable[[str], None] | None = None):
         inputs = [as_args(x) for x in inputs]
         if not inputs:
             raise ApproxError("the evaluation split has no inputs", where=WHERE)
         jobs = max(1, min(jobs, len(inputs)))
-        self.n, self.jobs, self.objective, self.progress = len(inputs), jobs, objective, progress
+        self.n, self.jobs, self.objective, self.progress = len(inputs), jobs, cost.objective, progress
         self.with_references = references is not None
         self.shards = [list(range(s, len(inputs), jobs)) for s in range(jobs)]
-        check_picklable((source, inputs, references, metric, money),
+        check_picklable((source, inputs, references, metric, cost),
                         f"{jobs} evaluation workers need a picklable program (or its spec), inputs and metric", WHERE)
         ctx = mp.get_context("spawn")  # not fork: the JIT and torch state must not be shared
         self._results = ctx.Queue()
@@ -92,8 +90,8 @@ class ShardedEvaluation:
         for s, idx in enumerate(self.shards):
             refs = None if references is None else [references[i] for i in idx]
             p = ctx.Process(target=_shard_main, daemon=True,
-                            args=(source, [inputs[i] for i in idx], refs, metric, repeats, money, objective, clock,
-                                  s, idx, self._tasks[s], self._results))
+                            args=(source, [inputs[i] for i in idx], refs, metric, cost, s, idx, self._tasks[s],
+                                  self._results))
             p.start()
             self._procs.append(p)
         self._say(f"[held-out] {self.n} inputs on {jobs} workers: running the exact program")
@@ -114,7 +112,7 @@ class ShardedEvaluation:
         except ApproxError:
             self.close()
             raise
-        self._warm_seconds, self._exact_money = warm_seconds, (money_total if money is not None else None)
+        self._warm_seconds, self._exact_money = warm_seconds, (money_total if cost.money is not None else None)
         self._exact_passes: list[float] = []
 
     def _say(self, line: str) -> None:

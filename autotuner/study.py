@@ -40,23 +40,23 @@ from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram, offered
 from autotuner import strategy
 from autotuner import warm_start as reuse
-from autotuner._front_figures import eval_front, time_front, transformed_ir
-from autotuner._records import REUSED, TIMED, counts, front, hypervolume_of_study, records
+from autotuner._assemble import assemble_result
+from autotuner._front_figures import HeldOutMeasurer, time_front
+from autotuner._records import REUSED
 from autotuner._sampling import TrialSeeded
 from autotuner._seeding import end_abandoned, enqueue_seeds, queue_new, requeue_interrupted
 from autotuner._sweep import sweep
-from autotuner.explain import importances
 from autotuner.loading import as_program
-from autotuner.measure import TIMING, TUNING_TIMING_SECONDS, Measurer, split_inputs
 from autotuner.metrics import get_metric
 from autotuner.report_summary import LEVELS
-from autotuner.results import METRIC_NAMES, RESULT_FILE_ATTR, TrialPoint, TuningResult
+from autotuner.results import METRIC_NAMES, TuningResult
 from autotuner.settings import Cost, HeldOut, Search, Storage
-from autotuner.sharded import ShardedEvaluation
 from autotuner.space import SearchSpace
+from autotuner.splits import split_inputs
 from autotuner.storage import open_storage, safe_url
 from autotuner.stored import front_of
-from autotuner.workers import Job, progress_line, run_workers
+from autotuner.tuning_qos import tuning_inputs
+from autotuner.workers import Job, progress_line, run_workers, tuning_measurer
 from frontends.quiet import verbose
 
 WHERE = "<approx-tune>"
@@ -132,32 +132,6 @@ def _prepare(job: Job, settings: dict, sqlite: bool, notes: list[str], first=Non
     if not new:
         requeue_interrupted(study)
     return study
-
-
-def _search_facts(result, studies, timing: str, kept: str | None, plan, program) -> dict:
-    """What a person needs to trust the search: configurations measured per mode (and
-    stopped after the first stage, and scored from kept outputs by the sweep), how they
-    were timed, the front points timed paired, what the kept outputs held, and the
-    strategy's plan."""
-    facts = {"timing": timing, "configurations": {}, "stopped_at_first_stage": {}, "front_timed": {},
-             "scored_from_kept": {}}
-    for m, study in studies.items():
-        facts["scored_from_kept"][m] = counts(study)["scored"]
-        facts["configurations"][m] = sum(1 for t in result.all_trials if t.mode == m)
-        facts["stopped_at_first_stage"][m] = sum(1 for t in result.all_trials if t.mode == m and t.pruned)
-        facts["front_timed"][m] = sum(1 for k in study.user_attrs if k.startswith(TIMED))
-    reuse_counts = offered(program, "reuse_counts")
-    reuse = reuse_counts() if reuse_counts else None
-    if kept is not None:
-        from frontends.components.kept import KeptOutputs
-
-        facts["kept_outputs"] = {"file": kept, "calls": len(KeptOutputs(kept)),
-                                 **({"read_here": reuse["reused"], "run_here": reuse["run"]} if reuse else {})}
-    if reuse and "requests_sent" in reuse:  # endpoint components: requests sent by this process, and not sent
-        facts["endpoint_requests"] = {"sent": reuse["requests_sent"], "kept": reuse["requests_kept"]}
-    if plan is not None:
-        facts["fixed"] = plan["negligible"]
-    return facts
 
 
 def _keep_outputs(program, out: Path) -> str | None:
@@ -245,7 +219,8 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     `metric`: a name of `autotuner.metrics` or a callable (output, reference) -> [0, 1];
     `budget`: the largest QoS loss, a fraction. The rest is grouped
     (`autotuner.settings`): `search` (trials, mode, sampler, seed, when to stop,
-    narrowed knobs, worker processes), `cost` (time or money, clock, timing,
+    narrowed knobs, worker processes, the tuning QoS: `autotuner.tuning_qos`, which
+    the result's notes name), `cost` (time or money, clock, timing,
     repeats), `held_out` (the held-out split and its re-measurement), `storage`
     (study URL and name, output folder, warm start). `progress`: a progress line on
     stderr. Worker processes rebuild the program from its spec: `program` given as
@@ -257,11 +232,13 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
     program = as_program(program)
     jobs, seed = search.jobs, search.seed
     eval_jobs = jobs if held_out.jobs is None else held_out.jobs
-    notes: list[str] = []
     (tune_in, tune_ref), (eval_in, eval_ref) = split_inputs(inputs, references, held_out.ratio, seed,
                                                             held_out.inputs, held_out.references)
     out = Path(storage.out_dir) if storage.out_dir is not None else Path("approx-tune") / _safe_name(program.name)
     _make_folder(out)
+    tuning = tuning_inputs(search, program, spec, tune_in, tune_ref, metric, jobs, out, eval_ref is not None,
+                           (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None)
+    tune_in, tune_ref, notes = tuning.inputs, tuning.references, [tuning.note]
     kept = _keep_outputs(program, out)
     timing = cost.timing
     if timing == "auto":
@@ -286,7 +263,7 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
         clock = "cpu" if in_thread else "wall"
     cost = replace(cost, clock=clock, timing=timing)
     # this process measures trials only with one job (worker processes have their own)
-    tune_m = _tuning_measurer(program, tune_in, tune_ref, metric, cost) if jobs == 1 else None
+    tune_m = tuning_measurer(program, tune_in, tune_ref, metric, cost) if jobs == 1 else None
     n_slice = math.ceil(search.stage_fraction * len(tune_in))
     slice_n = n_slice if search.stage_fraction > 0 and len(tune_in) >= 5 and n_slice < len(tune_in) else None
     say = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else None
@@ -308,11 +285,11 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
             t0 = time.perf_counter()
             try:
                 if m == "dynamic" and plan is not None and timing == "model" and search.sweep:
-                    tune_m = tune_m or _tuning_measurer(program, tune_in, tune_ref, metric, cost)
+                    tune_m = tune_m or tuning_measurer(program, tune_in, tune_ref, metric, cost)
                     _sweep_front(study, space, tune_m, program, float(budget), tune_in, job.deadline, search, say)
                 run_workers(job, jobs, study, m, progress, tune_m)
                 if timing == "model":
-                    tune_m = tune_m or _tuning_measurer(program, tune_in, tune_ref, metric, cost)
+                    tune_m = tune_m or tuning_measurer(program, tune_in, tune_ref, metric, cost)
                     # the levels the held-out figures (or else the report) choose at: none on a modelled speedup
                     time_front(study, tune_m, program, float(budget), say,
                                LEVELS if held_out.levels is None else held_out.levels, job.deadline)
@@ -324,18 +301,17 @@ def tune(program, inputs, references=None, *, metric="rel_l2", budget: float = 0
             studies[m], names[m] = study, job.study_name
             total_seconds += study.user_attrs["tuning_seconds"]
 
-    if held_out.evaluate and eval_jobs > 1 and len(eval_in) > 1:
-        eval_m = ShardedEvaluation(spec or program, eval_in, eval_ref, metric, jobs=eval_jobs, repeats=cost.repeats,
-                                   money=cost.money, objective=cost.objective, clock=clock, progress=say)
-    else:
-        eval_m = Measurer(program, eval_in, eval_ref, metric, cost.repeats, cost.money, cost.objective,
-                          what="evaluation", clock=clock) if held_out.evaluate else None
+    # made only where a held-out figure is not kept in the studies (`autotuner._front_figures`)
+    eval_m = HeldOutMeasurer(program, spec or program, eval_in, eval_ref, metric, cost, eval_jobs, say) \
+        if held_out.evaluate else None
     try:
-        return _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, search,
-                       tune_in, eval_in, total_seconds, url, cost, metric, plan, held_out.levels, kept)
+        result = assemble_result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, search,
+                                 tune_in, eval_in, total_seconds, url, cost, metric, plan, held_out.levels, kept)
     finally:
-        if isinstance(eval_m, ShardedEvaluation):
+        if eval_m is not None:
             eval_m.close()
+    tuning.finish(result, program, metric, LEVELS if held_out.levels is None else held_out.levels, out / "result.json")
+    return result
 
 
 def _sweep_front(study, space, measurer, program, budget: float, tune_in, deadline, search: Search, say) -> None:
@@ -348,54 +324,3 @@ def _sweep_front(study, space, measurer, program, budget: float, tune_in, deadli
     if say:
         say(f"sweep: {tally['scored']} dynamic configurations scored from kept outputs, {tally['not_kept']} "
             "would run a model")
-
-
-def _tuning_measurer(program, inputs, references, metric, cost: Cost) -> Measurer:
-    return Measurer(program, inputs, references, metric, cost.repeats, cost.money, cost.objective, clock=cost.clock,
-                    timing_seconds=TUNING_TIMING_SECONDS, timing=cost.timing)
-
-
-def _result(program, spec, studies, names, eval_m, tune_m, spaces, notes, out, budget, search: Search, tune_in,
-            eval_in, total_seconds, storage, cost: Cost, metric, plan=None, eval_levels=None,
-            kept: str | None = None) -> TuningResult:
-    """The TuningResult of the searches: fronts (held-out figures from `eval_m`),
-    every trial, importances; saved beside the study."""
-    result = TuningResult(program.name, get_metric(metric).name, float(budget), 0, 0, total_seconds, seed=search.seed,
-                          sampler=search.sampler, n_tune=len(tune_in), n_eval=len(eval_in), study_names=names,
-                          storage=safe_url(storage), notes=notes, program_spec=spec, clock=cost.clock,
-                          knob_space={m: s.describe() for m, s in spaces.items()},
-                          timing=TIMING if cost.objective == "time" else None,
-                          metric_spec=metric if isinstance(metric, str) else None)
-    replayed: dict = {}  # "study#trial" -> held-out figures: a trial the dynamic study copied is not replayed twice
-    for m, study in studies.items():
-        c = counts(study)
-        result.trials += c["evaluated"]
-        result.failed_trials += c["failed"]
-        result.pruned_trials += c["pruned"]
-        result.failures += [{"mode": m, "trial": t.number, "knobs": t.user_attrs.get("config", {}),
-                             "error": t.user_attrs["error"]}
-                            for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
-                            if "error" in t.user_attrs and "duplicate_of" not in t.user_attrs]
-        result.hypervolume[m] = hypervolume_of_study(study, budget)
-        recs = records(study)
-        fr = front(recs, budget)
-        on_front = {r.number for r in fr}
-        result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
-                                         r.feasible(budget), r.pruned, r.loss_interval)
-                              for r in recs if not r.duplicate]
-        result.front += eval_front(study, fr, program, eval_m, m, notes, eval_levels, replayed)
-        result.importances[m] = importances(study, [k.name for k in program.knobs()])
-    if eval_m is not None and eval_m.with_references:  # after the evaluation, whose timings ran the exact program
-        result.exact_scores_eval = [float(v) for v in eval_m.exact_scores]
-    if plan is not None and {"static", "dynamic"} <= set(studies):
-        strategy.merge_static_front(result, program, ir=lambda c: transformed_ir(program, c))
-    if cost.objective == "time":  # after the evaluation: the exact passes timed beside its points
-        result.exact_seconds_tune = tune_m.exact_seconds() if tune_m else None
-        result.exact_seconds_eval = eval_m.exact_seconds() if eval_m else None
-    result.search = _search_facts(result, studies, cost.timing, kept, plan, program)
-    for note in notes:
-        log.info("%s: %s", program.name, note)
-    path = result.save(out / "result.json").resolve()
-    for study in studies.values():
-        study.set_user_attr(RESULT_FILE_ATTR, str(path))
-    return result

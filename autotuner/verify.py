@@ -12,7 +12,8 @@ A result says how to load everything again: `program_spec` (`file.mlir:entry`, o
 `pkg.module:attr` naming a program, a decorated function or a factory of either),
 `metric_spec` (a builtin metric name or `pkg.module:attr`) and `held_out`:
 {"inputs": "pkg.module:fn", "kwargs": {...}} where fn(**kwargs) returns the
-held-out inputs (or (inputs, references)), or with "eval_ratio" and "seed" the
+held-out inputs (or (inputs, references)); with "split": true, a split of its own
+(`loading.load_split`), whose held-out part it is; or with "eval_ratio" and "seed" the
 inputs of the whole run, split again as `tune` split them.
 """
 
@@ -21,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from approx_dialect.diagnostics import ApproxError
-from autotuner.measure import Measurer, split_inputs
+from autotuner.measure import Measurer
 from autotuner.results import FrontPoint, TuningResult
+from autotuner.settings import Cost
+from autotuner.splits import split_inputs
 
 WHERE = "<approx-tune verify>"
 
@@ -81,12 +84,14 @@ def load_metric(result: TuningResult, metric=None):
 
 def held_out_inputs(result: TuningResult) -> tuple[list, list | None]:
     """The held-out inputs (and references) the result was evaluated on."""
-    from autotuner.loading import load_inputs
+    from autotuner.loading import load_inputs, load_split
 
     spec = result.held_out
     if not spec or "inputs" not in spec:
         raise ApproxError("the result does not say where its held-out inputs come from: give --inputs",
                           where=WHERE)
+    if spec.get("split"):
+        return load_split(spec["inputs"], spec.get("kwargs") or {})[1]
     inputs, refs = load_inputs(spec["inputs"], spec.get("kwargs") or {})
     if spec.get("eval_ratio") is not None:
         _, (inputs, refs) = split_inputs(inputs, refs, spec["eval_ratio"], spec.get("seed", 0))
@@ -140,7 +145,8 @@ def verify(result: TuningResult, *, mode: str | None = None, points: list[int] |
     chosen = chosen_points(result, mode, points)
     if reverse:
         chosen = chosen[::-1]
-    metric, clock = load_metric(result, metric), clock or result.clock or "wall"
+    metric = load_metric(result, metric)
+    cost = Cost(clock=clock or result.clock or "wall", timing="paired", repeats=repeats or 1)
     if jobs > 1:
         from autotuner.sharded import ShardedEvaluation
 
@@ -148,15 +154,14 @@ def verify(result: TuningResult, *, mode: str | None = None, points: list[int] |
         if not spec:
             raise ApproxError(f"--jobs {jobs} needs a program the workers can load: give --program "
                               "(file.mlir:entry or pkg.module:attr)", where=WHERE)
-        with ShardedEvaluation(spec, inputs, references, metric, jobs=jobs, repeats=repeats or 1, clock=clock,
-                               progress=progress) as workers:
+        with ShardedEvaluation(spec, inputs, references, metric, jobs=jobs, cost=cost, progress=progress) as workers:
             got = workers.measure([p.knobs for _, _, p in chosen])
         failed = next((g for g in got if isinstance(g, str)), None)
         if failed is not None:
             raise ApproxError(failed, where=WHERE)
         return [_verified(mode, i, p, m) for (mode, i, p), m in zip(chosen, got)]
     program = load_program(result, program)
-    measurer = Measurer(program, inputs, references, metric, repeats or 1, what="evaluation", clock=clock)
+    measurer = Measurer(program, inputs, references, metric, cost, what="evaluation")
     return measure_points(measurer, program, chosen, progress)
 
 

@@ -61,10 +61,9 @@ class Job:
     kept: str | None = None  # the file of the program's kept component outputs (`keep_outputs`)
 
 
-def _measurer(job: Job) -> Measurer:
-    c = job.cost
-    return Measurer(job.program, job.inputs, job.references, job.metric, c.repeats, c.money, c.objective,
-                    clock=c.clock, timing_seconds=TUNING_TIMING_SECONDS, timing=c.timing)
+def tuning_measurer(program, inputs, references, metric, cost: Cost) -> Measurer:
+    """The Measurer of a study's trials: tuning times a slice of a costly split."""
+    return Measurer(program, inputs, references, metric, cost, timing_seconds=TUNING_TIMING_SECONDS)
 
 
 _BUILT: OrderedDict[tuple, Callable] = OrderedDict()
@@ -72,8 +71,10 @@ _BUILT: OrderedDict[tuple, Callable] = OrderedDict()
 
 def build(program, config: dict) -> Callable:
     """`program.build(config)`, remembered (the slice and the full split, a resumed
-    study and the held-out evaluation use one build; the pipeline costs ~0.1 s)."""
-    key = (offered(program, "text") or id(program), offered(program, "entry") or "", config_key(config))
+    study and the held-out evaluation use one build; the pipeline costs ~0.1 s): by the
+    program's `text` and `entry` where it has them, else by the object."""
+    text = offered(program, "text")
+    key = (text, offered(program, "entry") or "", config_key(config)) if text else (id(program), "", config_key(config))
     if key not in _BUILT:
         _BUILT[key] = program.build(config)
         while len(_BUILT) > 128:
@@ -93,7 +94,7 @@ def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
     if measurer is None and stopper_for(search.n_trials, job.space.size(), search.patience, job.budget,
                                         job.deadline).done(study):
         return  # nothing left: no exact pass over the inputs (for a costly program, minutes)
-    m = measurer or _measurer(job)
+    m = measurer or tuning_measurer(job.program, job.inputs, job.references, job.metric, job.cost)
 
     def evaluate(config, n=None):
         return m.measure(build(job.program, config), config, n, repeats=min(3, job.cost.repeats) if n else None)

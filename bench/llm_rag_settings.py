@@ -26,7 +26,7 @@ SETTINGS = ({"answer.passages": 2}, {"bm25.top_k": 1}, {"answer.sentences": 1}, 
 
 
 def measure(name: str, n_tune: int, n_eval: int, seed: int = 0, settings=SETTINGS, log=print) -> list[dict]:
-    from autotuner import Measurer
+    from autotuner import Cost, Measurer
     from examples.systems.common import METRIC, one_thread
     from examples.systems.registry import system
 
@@ -36,7 +36,8 @@ def measure(name: str, n_tune: int, n_eval: int, seed: int = 0, settings=SETTING
     (tune_q, tune_a), (eval_q, eval_a) = described.splits(n_tune, seed, n_eval)
     exact = program.exact()
     exact_tune = [exact(q) for q in tune_q]
-    held_out = Measurer(program, eval_q, eval_a, METRIC, repeats=1, what="evaluation", clock="cpu")
+    held_out = Measurer(program, eval_q, eval_a, METRIC, Cost(clock="cpu", timing="paired", repeats=1),
+                        what="evaluation")
     gold = lambda outs: sum(METRIC.fn(o, a) for o, a in zip(outs, tune_a)) / len(tune_a)  # noqa: E731
     rows = []
     for setting in settings:

@@ -2,8 +2,9 @@
 held-out questions, report speedup over exact within <= 3 / 6 / 9 % QoS loss.
 
 `run_system(name, n_tune, trials, seconds)` tunes a system of examples/systems/registry.py
-with examples/systems/tuning.py (report under reports/bench/<system>/); every row has
-the same keys (the tools agents' add their QoS by BFCL category). Speedups are held-out
+with its `approx-tune run` command (`examples.systems.runs.tune_system`; report under
+reports/bench/<system>/, the command in the row's details); every row has the same keys
+(the tools agents' add their QoS by BFCL category). Speedups are held-out
 (evaluation split) figures; the exact program itself meets every level, so a
 level without a front point reads 1.0. Torch runs on one thread."""
 
@@ -15,8 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from examples.systems.registry import SYSTEMS, system  # noqa: E402
-from examples.systems.runs import REPORTED_LEVELS  # noqa: E402
+from examples.systems.registry import REPORTED_LEVELS, SYSTEMS, system  # noqa: E402
 
 LEVELS = REPORTED_LEVELS[1:]  # the paper's: 3 / 6 / 9 % QoS loss
 GPU_SYSTEMS = tuple(n for n, s in SYSTEMS.items() if s.llm)  # the systems whose LLM can run on CUDA
@@ -34,7 +34,7 @@ def report_dir(name: str) -> Path:
 
 
 def row(run, model: str, jobs: int) -> dict:
-    """A system's row from its tuning run (`tuning.SystemRun`): the keys of results.json
+    """A system's row from its tuning run (`runs.SystemRun`): the keys of results.json
     (SHAPE) plus details for the Markdown."""
     from examples.systems.row_figures import front_gaps, level_points, most_accurate
     from examples.systems.row_figures import held_out_speedup as best
@@ -49,7 +49,7 @@ def row(run, model: str, jobs: int) -> dict:
         "tuning_seconds": r.tuning_seconds, "trials": r.trials, "qos_exact": run.qos_exact,
         # details for bench/results.md (not in results.json)
         "n_tune": r.n_tune, "n_eval": r.n_eval, "trials_per_mode": run.trials_per_mode,
-        "wall_seconds": run.wall_seconds, "report": str(run.report), "fixed": run.fixed,
+        "wall_seconds": run.wall_seconds, "report": str(run.report), "fixed": run.fixed, "command": run.command,
         "front": front_gaps(r),
         "points": level_points(r, LEVELS), "most_accurate": most_accurate(r, LEVELS),
         "program": r.program_spec, "metric": r.metric_spec,
@@ -66,19 +66,19 @@ def run_system(name: str, n_tune: int = 20, trials: int = 30, seconds: float | N
                out_dir: str | Path | None = None, ablate_levels: tuple = (), n_eval: int | None = None,
                jobs: int = 1, tuning_qos: str | None = None, fresh: bool = True, progress: bool = False,
                eval_repeats: int | None = None) -> dict:
-    """One system's row (`row`), tuned by examples/systems/tuning.py. `n_eval`: held-out
+    """One system's row (`row`), tuned by its `approx-tune run` command. `n_eval`: held-out
     inputs (questions: the first n_eval of 5x n_tune; items: a multiple of n_tune);
     `fresh=False` goes on with the study in its folder (finished trials and held-out
     figures kept); `eval_repeats`: paired timing rounds of the held-out evaluation
     (default: 1 for the LLM + tools agent, 2 for the others)."""
-    from examples.systems.tuning import tune_system
+    from examples.systems.runs import tune_system
 
     described = system(name)
     program = described.build()
     run = tune_system(name, n_tune, trials, seconds, seed=seed, out_dir=out_dir or report_dir(name),
-                      ablate_levels=ablate_levels, n_eval=n_eval, jobs=jobs,
-                      eval_repeats=eval_repeats or (1 if described.items and described.llm else 2),
-                      tuning_qos=tuning_qos, fresh=fresh, progress=progress, program=program)
+                      ablate=ablate_levels, n_eval=n_eval, jobs=jobs,
+                      repeats=eval_repeats or (1 if described.items and described.llm else 2),
+                      tuning_qos=tuning_qos, fresh=fresh, progress=progress)
     return row(run, program.model, jobs)
 
 

@@ -109,9 +109,9 @@ def measure_every(program, space: SearchSpace, inputs, references, metric, clock
     """Every configuration measured `rounds` times, in a new random order each round
     (load changes of a shared machine then hit configurations alike): key -> (QoS
     loss, median speedup over the rounds)."""
-    from autotuner import Measurer
+    from autotuner import Cost, Measurer
 
-    m = Measurer(program, inputs, references, metric, repeats=repeats, clock=clock)
+    m = Measurer(program, inputs, references, metric, Cost(clock=clock, timing="paired", repeats=repeats))
     configs = configurations(space)
     built = {config_key(c): program.build(c) for c in configs}
     losses, speedups = {}, {k: [] for k in built}
@@ -238,14 +238,14 @@ def _rag_llm_space():
 def _measure_rag_llm_slice(keys: list[str]) -> dict[str, tuple[float, float]]:
     """One worker process: the configurations `keys` of the reduced space, each timed
     paired with the exact program on the tuning questions (thread CPU time)."""
-    from autotuner import Measurer
+    from autotuner import Cost, Measurer
     from examples.systems.common import question_sets
     from examples.systems.registry import SYSTEMS
 
     program, space, _, _ = _rag_llm_space()
     (questions, answers), _ = question_sets(RAG_LLM_QUESTIONS, 0)
     metric = SYSTEMS["rag_bm25_llm"].resolve(SYSTEMS["rag_bm25_llm"].metric)
-    m = Measurer(program, questions, answers, metric, repeats=1, clock="cpu")
+    m = Measurer(program, questions, answers, metric, Cost(clock="cpu", timing="paired", repeats=1))
     out = {}
     for key in keys:
         config = json.loads(key)

@@ -83,9 +83,9 @@ def demo(args) -> int:
         os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device()
 
     from autotuner import describe_machine
+    from examples.systems.registry import REPORTED_LEVELS
     from examples.systems.row_figures import levels_text, most_accurate
-    from examples.systems.runs import REPORTED_LEVELS
-    from examples.systems.tuning import ROOT, tune_system
+    from examples.systems.runs import ROOT, tune_system
 
     start = time.perf_counter()
     print(f"[demo] {args.system}: loading (index, models, JIT kernels) ...", flush=True)
@@ -99,7 +99,8 @@ def demo(args) -> int:
     summary = (run.out_dir / "summary.md").read_text()
     where = run.report.parent if run.report else run.out_dir
     rel = where.relative_to(ROOT) if where.is_relative_to(ROOT) else where
-    print(f"\nreport: {rel}/ (index.html, summary.md, front.json, pareto.png)")
+    print(f"\nthe same run from the command line: {run.command.replace(str(ROOT) + '/', '')}")
+    print(f"report: {rel}/ (index.html, summary.md, front.json, pareto.png)")
     print(f"exact program: {r.exact_seconds_eval / r.n_eval * 1000:.0f} ms per question, QoS (gold answer "
           f"contained) {run.qos_exact:.3f} on the {r.n_eval} held-out questions")
     print(f"tuning: {r.trials} trials in {r.tuning_seconds:.0f} s; everything: {time.perf_counter() - start:.0f} s\n")

@@ -29,7 +29,7 @@ HTTP_FAULTS = ("http500", "badjson", "notjson", "nochoices", "nulltext", "inttex
                "dribble", "hangup")
 MODEL_FAULTS = ("raise", "none", "int_text", "nan_confidence", "bad_confidence", "empty")
 TOOL_FAULTS = ("raise", "garbage", "hang")
-HANG = 3.0  # how long a slow server / hanging tool holds on (clients give up at TIMEOUT)
+HANG = 20.0  # how long a slow server / hanging tool / dribbled answer holds on (clients give up at TIMEOUT)
 TIMEOUT = 0.2
 
 
@@ -76,7 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(HANG)
             return self._send(200, json.dumps({"choices": [choice]}).encode())
         if fault == "dribble":  # one byte at a time: no single read ever waits past the client's timeout
-            data = json.dumps({"choices": [choice]}).encode()
+            data = json.dumps({"choices": [choice]}).encode().ljust(int(HANG / (TIMEOUT / 2)) + 1)  # HANG s in all
             try:
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(data)))

@@ -21,6 +21,22 @@ def adaptive_inputs():
     return [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(100, 100_000, 12))], None
 
 
+def mean_split(n_tune: int, seed: int = 0, n_eval: int | None = None):
+    """A split generator for `--n-tune`: ((tuning inputs, references), (held-out inputs,
+    references)), each reference the input's mean, but every third one (index 1, 4, ...)
+    wrong: the exact program gets those wrong, so "kept" leaves them out."""
+    rng = np.random.default_rng(seed)
+    xs = [rng.random(int(n)) + 1.0 for n in np.geomspace(100, 100_000, n_tune + (n_eval or 2 * n_tune))]
+    inputs, refs = [(x, len(x)) for x in xs], [float(np.mean(x)) * (1.5 if i % 3 == 1 else 1.0) for i, x in
+                                               enumerate(xs)]
+    return (inputs[:n_tune], refs[:n_tune]), (inputs[n_tune:], refs[n_tune:])
+
+
+def close(output, reference) -> float:
+    """QoS: 1 where the mean is right (up to float rounding), else 0."""
+    return float(abs(output - reference) <= 1e-9 * abs(reference))
+
+
 def run(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
@@ -82,6 +98,18 @@ def test_report_writes_the_folder(capsys, tuned, tmp_path):
      "budget must be a QoS-loss fraction in [0, 1]"),
     (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--narrow", "mean=9"],
      "value 9 is not among its values [0, 1, 2, 3, 4, 5, 6, 7, 8]"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--tuning-qos", "exact"],
+     "unknown tuning QoS 'exact' (one of: agreement, gold, kept)"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--tuning-qos", "gold"],
+     "tuning QoS 'gold' scores against references, and the inputs give none"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--n-eval", "4"],
+     "--n-eval needs --n-tune"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--n-tune", "2"],
+     "failed: TypeError"),  # not a split generator: it takes no sizes
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:mean_split", "--n-tune", "2", "--kept-from",
+      "test_autotuner_cli:mean_split"], "--kept-from gives the candidates of --tuning-qos kept"),
+    (["run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:adaptive_inputs", "--eval-levels", "3,6"],
+     "--eval-levels: expected QoS-loss fractions in [0, 1]"),
     (["apply", "--result", "/nonexistent/result.json"], "cannot read the tuning result"),
     (["report"], "give --out DIR, --result FILE, or --storage URL with --study-name"),
     (["verify"], "give --out DIR, --result FILE, --storage URL with --study-name, or --row NAME"),
@@ -144,3 +172,41 @@ def test_a_gpu_row_is_named_as_the_results_name_it():
     gpu, cpu = result_of_row(results, "rag_dense_llm@cuda"), result_of_row(results, "rag_dense_llm")
     assert (gpu.clock, cpu.clock) == ("wall", "cpu")
     assert {p.speedup_eval for p in gpu.front} == {p["speedup"] for m in recorded.values() for p in m.values() if p}
+
+
+def test_run_help_lists_the_tuning_qos_modes(capsys):
+    from autotuner import TUNING_QOS
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = capsys.readouterr().out
+    assert "--tuning-qos" in text and "--n-tune" in text and "--kept-from" in text
+    lines = text.splitlines()
+    for mode, what in TUNING_QOS.items():  # one line each
+        assert sum(1 for line in lines if line.split()[:1] == [mode] and what in line) == 1, mode
+
+
+@pytest.mark.parametrize("mode, note, n_tune", [
+    ("gold", "QoS: tuning against the references, as the held-out evaluation against the references", 4),
+    ("agreement", "QoS: tuning against the exact program's outputs (every input counts); the held-out", 4),
+    ("kept", "QoS: tuning on 3 inputs the exact program gets right (found among 4 tried)", 3),
+])
+def test_each_tuning_qos_tunes_end_to_end(capsys, tmp_path, mode, note, n_tune):
+    """A split generator's sizes (--n-tune, --n-eval), the mode, the levels held out: the
+    result says which QoS it tuned on and records the split for `approx-tune verify`."""
+    code, text, err = run(capsys, "run", f"{MLIR}:mean", "--inputs", "test_autotuner_cli:mean_split", "--n-tune", 4,
+                          "--n-eval", 6, "--metric", "test_autotuner_cli:close", "--tuning-qos", mode,
+                          "--budget", "0.5", "--trials", 3, "--mode", "static", "--repeats", 1,
+                          "--eval-levels", "0.2,0.5", "--out", tmp_path, "--no-progress")
+    assert code == 0, err
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert [n for n in result["notes"] if n.startswith("QoS:")] == [n for n in result["notes"] if note in n]
+    assert any(note in n for n in result["notes"]), result["notes"]
+    assert result["n_tune"] == n_tune and result["n_eval"] == 6
+    assert result["held_out"] == {"inputs": "test_autotuner_cli:mean_split", "split": True,
+                                  "kwargs": {"n_tune": 4, "seed": 0, "n_eval": 6}}
+    assert (tmp_path / "kept.json").is_file() == (mode == "kept")
+    gold = [p["qos_loss_tune_gold"] for p in result["front"] if p.get("qos_loss_tune_gold") is not None]
+    assert bool(gold) == (mode == "agreement")  # the chosen points, scored against the references too
+    code, text, err = run(capsys, "verify", "--out", tmp_path, "--mode", "static", "--point", "0")
+    assert code == 0 and " 6 inputs" in text, err  # the held-out part of the split, read again

@@ -7,9 +7,11 @@ import pytest
 
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
-from autotuner.measure import Measurer, split_inputs
+from autotuner.measure import Measurer
 from autotuner.metrics import containment, exact_match, get_metric, normalize_answer, rbo, rel_l2, token_f1
 from autotuner.pareto import dominates, hypervolume, pareto_indices
+from autotuner.settings import Cost
+from autotuner.splits import split_inputs
 from bench.dots_kernel import kernel_inputs, kernel_text
 
 
@@ -73,13 +75,13 @@ def test_qos_loss_is_relative_to_the_exact_programs_quality():
     exact = [program.build({})(*x) for x in inputs]
     # ground truth the exact program gets right on 3 of 4 inputs: QoS_exact = 0.75
     refs = [e if i else -e for i, e in enumerate(exact)]  # -e: error 2|e|, QoS 0
-    m = Measurer(program, inputs, refs, "rel_l2", repeats=1)
+    m = Measurer(program, inputs, refs, "rel_l2", Cost(clock="wall", timing="paired", repeats=1))
     assert m.exact_scores.mean() == pytest.approx(0.75)
     got = m.measure(program.build({"d1": {"knob_val": 8}}), {"d1": {"knob_val": 8}})
     approx_q = np.mean([rel_l2(program.build({"d1": {"knob_val": 8}})(*x), r) for x, r in zip(inputs, refs)])
     assert got.qos_loss == pytest.approx((0.75 - approx_q) / 0.75)
     assert got.speedup > 0 and got.n == 4
-    no_refs = Measurer(program, inputs, None, "rel_l2", repeats=1)
+    no_refs = Measurer(program, inputs, None, "rel_l2", Cost(clock="wall", timing="paired", repeats=1))
     assert no_refs.measure(no_refs.exact_fn, {}).qos_loss == 0.0
 
 

@@ -20,6 +20,7 @@ from examples.systems.rag import bm25 as rag_bm25
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 
 N = 6
+MODEL, PAIRED = Cost(clock="wall", timing="model"), Cost(clock="wall", timing="paired", repeats=1)
 
 
 def kept_program(tmp_path, name="kept_rag"):
@@ -42,7 +43,7 @@ def ladder(thresholds, decisions) -> dict:
 
 def test_a_dynamic_configuration_is_scored_from_kept_calls_as_running_it_scores(tmp_path, questions):
     program = kept_program(tmp_path)
-    m = Measurer(program, questions, None, METRIC, timing="model")
+    m = Measurer(program, questions, None, METRIC, MODEL)
     for k in (1, 2, 3):  # each variant of the answer step for every question
         m.measure(program.build({"read": {"knob_val": k}}), {"read": {"knob_val": k}})
     states = sorted(program.states(questions))
@@ -53,7 +54,7 @@ def test_a_dynamic_configuration_is_scored_from_kept_calls_as_running_it_scores(
     assert scored.modelled and scored.speedup_low is None  # not timed
 
     fresh = SystemProgram("fresh", rag_bm25.system.__wrapped__(tuple(squad.paragraphs()[:300])).program)
-    run = Measurer(fresh, questions, None, METRIC, timing="paired", repeats=1)
+    run = Measurer(fresh, questions, None, METRIC, PAIRED)
     measured = run.measure(fresh.build(config), config)
     assert scored.qos_loss == pytest.approx(measured.qos_loss) and scored.qos == pytest.approx(measured.qos)
     # the modelled time is what the calls took when they ran: exact questions at the exact time
@@ -101,17 +102,17 @@ def test_tune_times_the_front_sweeps_dynamic_configurations_and_a_later_study_re
     config = scored[-1].user_attrs["config"]
     assert len(set(config["read"]["decisions"])) > 1  # a dynamic configuration, mixing measured values
     fresh = SystemProgram("fresh", rag_bm25.system.__wrapped__(tuple(squad.paragraphs()[:300])).program)
-    ran = Measurer(fresh, questions, None, METRIC, timing="paired", repeats=1).measure(fresh.build(config), config)
+    ran = Measurer(fresh, questions, None, METRIC, PAIRED).measure(fresh.build(config), config)
     assert scored[-1].values[0] == pytest.approx(ran.qos_loss)  # scored as running it scores
 
     again = kept_program(tmp_path, "again")  # a new process's build: the exact pass reads what was kept
-    Measurer(again, questions, None, METRIC, timing="model")
+    Measurer(again, questions, None, METRIC, MODEL)
     assert again.reuse_counts()["run"] == 0 and again.reuse_counts()["reused"] >= N
 
 
 def test_a_configuration_is_scored_from_kept_outputs_alone_or_not_at_all(tmp_path, questions):
     program = kept_program(tmp_path)
-    m = Measurer(program, questions, None, METRIC, timing="model")
+    m = Measurer(program, questions, None, METRIC, MODEL)
     config = {"read": {"knob_val": 2}}
     before = program.reuse_counts()["run"]
     assert m.score(program.build(config), config) is None  # the fast reader never answered: not scored

@@ -10,11 +10,14 @@ import pytest
 from approx_dialect.diagnostics import ApproxError
 from approx_opt.program import MlirProgram
 from autotuner import Cost, HeldOut, Search, Storage, tune
-from autotuner.measure import Measurer, PairedTiming, split_inputs
+from autotuner.figures import PairedTiming
+from autotuner.measure import Measurer
 from autotuner.sharded import ShardedEvaluation
+from autotuner.splits import split_inputs
 from bench.dots_kernel import kernel_inputs, kernel_text
 
 pytestmark = pytest.mark.slow  # spawned workers import the toolchain (~5 s each)
+CPU = Cost(clock="cpu", timing="paired", repeats=1)
 
 
 
@@ -32,8 +35,8 @@ def configs():
 def test_shards_give_the_figures_of_one_process(dots_file):
     inputs = kernel_inputs(7, 3000, knobs=2)
     program = MlirProgram(kernel_text(2), "main", "dots.mlir")
-    one = Measurer(program, inputs, None, "rel_l2", repeats=1, what="evaluation", clock="cpu")
-    with ShardedEvaluation(dots_file, inputs, None, "rel_l2", jobs=3, clock="cpu") as sharded:
+    one = Measurer(program, inputs, None, "rel_l2", CPU, what="evaluation")
+    with ShardedEvaluation(dots_file, inputs, None, "rel_l2", jobs=3, cost=CPU) as sharded:
         assert [len(s) for s in sharded.shards] == [3, 2, 2]
         np.testing.assert_array_equal(sharded.exact_scores, one.exact_scores)
         seen = []
@@ -50,7 +53,7 @@ def test_shards_give_the_figures_of_one_process(dots_file):
 
 def test_a_failing_configuration_is_one_line_and_the_others_are_measured(dots_file):
     inputs = kernel_inputs(4, 2000, knobs=2)
-    with ShardedEvaluation(dots_file, inputs, None, "rel_l2", jobs=2, clock="cpu") as sharded:
+    with ShardedEvaluation(dots_file, inputs, None, "rel_l2", jobs=2, cost=CPU) as sharded:
         bad, good = sharded.measure([{"d1": {"knob_val": 99}}, configs()[0]])
     assert isinstance(bad, str) and "(shard" in bad and "\n" not in bad
     assert good.n == 4
@@ -60,7 +63,7 @@ def test_an_input_that_fails_is_named_by_its_number_in_the_split(dots_file):
     inputs = kernel_inputs(4, 2000, knobs=2)
     inputs[3] = ("not an array", *inputs[3][1:])  # the second input of worker 1's shard [1, 3]
     with pytest.raises(ApproxError, match=r"held-out worker 1: .*evaluation input 3: "):
-        ShardedEvaluation(dots_file, inputs, None, "rel_l2", jobs=2, clock="cpu")
+        ShardedEvaluation(dots_file, inputs, None, "rel_l2", jobs=2, cost=CPU)
 
 
 def test_a_program_that_cannot_load_stops_with_one_line(tmp_path):

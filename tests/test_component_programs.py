@@ -75,7 +75,8 @@ def test_profile_says_where_the_time_goes(parts):
     assert set(profile) == {"rewrite", "bm25", "answer", "count", "(program)"}
     assert all(v["calls"] == 2 for v in profile.values())
     assert abs(sum(v["share"] for v in profile.values()) - 1) < 1e-9
-    assert profile["answer"]["seconds"] > profile["count"]["seconds"]  # a model call, a word count
+    # a model call (~10 ms) against a word count (~50 us): a ratio no machine's load inverts
+    assert profile["answer"]["seconds"] > profile["count"]["seconds"]
     skipped = program.profile([QUESTION], {**{k.name: {"knob_val": 0} for k in program.knobs()},
                                            "answer.skip": {"knob_val": 1}})
     assert "answer" not in skipped and "answer (skipped)" in skipped and "count" in skipped

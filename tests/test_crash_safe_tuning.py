@@ -39,7 +39,8 @@ from bench.reliability_crash import command as bench_command
 from tests import gate
 
 TRIALS = 12
-PATIENCE = 600  # seconds before the test gives up on a run that never reaches the gate (a working one does)
+PATIENCE = 600  # seconds before the test gives up on a run that never reaches the gate or never ends (a working
+# one does both in seconds: ~5 s for a run of TRIALS here, which a slow, busy machine may make minutes)
 
 
 def command(*args, **kwargs) -> list[str]:
@@ -100,7 +101,7 @@ def reference(tmp_path_factory):
     procs = {s: start(command(base / s, TRIALS, 1, s)) for s in ("nsga2", "random")}
     out = {}
     for s, proc in procs.items():
-        code, err = finish(proc)
+        code, err = finish(proc, timeout=PATIENCE)
         assert code == 0, err[-2000:]
         out[s] = front(base / s)
     assert len(out["nsga2"]) >= 3  # a front worth comparing
@@ -117,7 +118,7 @@ def test_kill_9_of_a_worker_mid_trial_loses_nothing_and_keeps_the_front(tmp_path
         before = complete_trials(db)
         os.kill(pid, signal.SIGKILL)
         gate.open_gate(tmp_path)
-        code, err = finish(proc)
+        code, err = finish(proc, timeout=PATIENCE)
     finally:
         if proc.poll() is None:
             kill_group(proc)
@@ -142,7 +143,7 @@ def test_kill_9_of_the_whole_run_then_the_same_command_resumes_to_the_same_front
         kill_group(proc)
     running = [t for t in trials(db) if t["state"] == "RUNNING"]
     assert len(running) == 1 and len(before) < TRIALS  # killed in the middle of a trial
-    code, err = finish(start(command(tmp_path, TRIALS, 1, "nsga2")))
+    code, err = finish(start(command(tmp_path, TRIALS, 1, "nsga2")), timeout=PATIENCE)
     assert code == 0, err[-2000:]
     rows = trials(db)
     assert lost(before, db) == 0 and evaluated(rows) == TRIALS
@@ -158,7 +159,7 @@ def test_several_workers_on_one_sqlite_file_never_fail_on_a_locked_database(tmp_
             "--repeats", "1", "--clock", "cpu", "--storage", url, "--no-progress"]
     procs = [start(base + ["--jobs", "3", "--study-name", "a", "--out", str(tmp_path / "a")]),
              start(base + ["--jobs", "1", "--study-name", "b", "--out", str(tmp_path / "b")])]
-    results = [finish(p) for p in procs]
+    results = [finish(p, timeout=PATIENCE) for p in procs]
     assert all(code == 0 and not locked(err) and "locked" not in err for code, err in results), results
     rows = trials(tmp_path / "shared.db")
     assert not any("locked" in str(t["attrs"].get("error", "")) for t in rows)

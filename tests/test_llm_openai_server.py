@@ -29,6 +29,7 @@ from tests.test_llm_support import (  # noqa: F401 (one_torch_thread: autouse fi
 )
 
 DELAY = 30.0  # the "slow" model's fault-injected delay; clients give up long before
+BOUND = DELAY / 2  # a clear error comes within this: a client that waited for an answer would take DELAY
 
 
 @pytest.fixture(scope="module")
@@ -93,13 +94,13 @@ def test_timeout_is_one_clear_error_within_seconds(server):
     start = time.monotonic()
     with pytest.raises(ApproxError, match=r"no answer from model 'slow' within 0.5 s \(timeout\)") as err:
         OpenAIAnswerModel(server.url, "slow", timeout=0.5).answer(QUESTION, CONTEXTS, 2)
-    assert time.monotonic() - start < 5 and str(err.value).startswith(server.url)
+    assert time.monotonic() - start < BOUND and str(err.value).startswith(server.url)
 
 
 def test_slow_backend_falls_back_to_a_local_model(server):
     start = time.monotonic()
     a = Fallback(OpenAIAnswerModel(server.url, "slow", timeout=0.5), causal(0)).answer(QUESTION, CONTEXTS, 3)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < BOUND
     assert a.text == causal(0).answer(QUESTION, CONTEXTS, 3).text and "timeout" in a.error
 
 
@@ -113,12 +114,12 @@ def test_http_errors_are_clear(server):
 def test_killed_server_is_a_clear_error_and_falls_back(server):  # last: stops the module's server
     server.stop()
     assert server.proc.poll() is not None
-    remote = OpenAIAnswerModel(server.url, "tiny", timeout=5)
+    remote = OpenAIAnswerModel(server.url, "tiny", timeout=DELAY)  # waited out, each call would take DELAY
     start = time.monotonic()
     with pytest.raises(ApproxError, match="cannot reach the endpoint for model 'tiny'"):
         remote.answer(QUESTION, CONTEXTS, 2)
     a = Fallback(remote, causal(0)).answer(QUESTION, CONTEXTS, 2)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < BOUND
     assert a.model == causal(0).name and "cannot reach" in a.error
     b = Fallback(remote, causal(0)).complete(f"Rewrite: {QUESTION}", ["query"], 2)  # a prompt-level call too
     assert b.query == causal(0).complete(f"Rewrite: {QUESTION}", ["query"], 2).text and "cannot reach" in b.error

@@ -65,10 +65,14 @@ def start_run(out: Path, url: str, slot: Path, monkeypatch):
 
 
 def wait_until(ready, procs, what: str) -> None:
-    """Wait for an event of the runs (never a guessed time); fail if they end first."""
+    """Wait for an event of the runs (never a guessed time); fail if they end first, or
+    if it never comes within PATIENCE."""
+    deadline = time.monotonic() + PATIENCE
     while not ready():
         if any(p.poll() is not None for p in procs):
             pytest.fail(f"a run ended before {what}: {[p.communicate()[1][-1500:] for p in procs if p.poll()]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} within {PATIENCE} s")
         time.sleep(0.05)
 
 

@@ -250,24 +250,25 @@ def test_qos_metric():
 def test_tiny_tuning_run_of_the_driver(bm25, tmp_path):
     """`tune_system` in both modes, tuned against the exact program's answers (the
     system's "agreement"; the tuner alone, on every system: tests/test_systems_conformance.py;
-    "kept": tests/test_systems_tools.py). Each point a level chooses is also scored
-    against the gold answers on the same tuning questions (what running it there gives),
-    shown beside the search's own figure; the other points have none."""
+    "kept": tests/test_systems_tools.py), through the system's `approx-tune run` command.
+    Each point a level chooses is also scored against the gold answers on the same tuning
+    questions (what running it there gives), shown beside the search's own figure; the
+    other points have none."""
     from autotuner.report_summary import front_section
-    from examples.systems.registry import SYSTEMS
-    from examples.systems.runs import REPORTED_LEVELS
-    from examples.systems.tuning import tune_system
+    from examples.systems.registry import REPORTED_LEVELS, SYSTEMS
+    from examples.systems.runs import tune_system
 
     n = 4
-    run = tune_system("rag_bm25", n_tune=n, trials=2, seconds=None, out_dir=tmp_path, evaluate=False, report=False,
-                      program=bm25)
+    run = tune_system("rag_bm25", n_tune=n, trials=2, seconds=None, out_dir=tmp_path, n_eval=8, report=False)
     r = run.result
-    assert isinstance(r, TuningResult) and r.n_tune == n
+    assert isinstance(r, TuningResult) and r.n_tune == n and r.n_eval == 8
+    assert run.command.startswith("approx-tune run examples.systems.rag.bm25:system --inputs "
+                                  "examples.systems.common:question_sets --n-tune 4 --n-eval 8 ")
     assert r.trials >= 3 and run.trials_per_mode["static"] == 2
     assert any(p.mode == "static" for p in r.front) and any(p.mode == "dynamic" for p in r.front)
     assert all(p.qos_loss_tune <= r.budget for p in r.front)
     assert (tmp_path / "result.json").is_file()
-    assert any(n.startswith("QoS: tuning compares each answer with the exact program's") for n in r.notes)
+    assert any(n.startswith("QoS: tuning against the exact program's outputs") for n in r.notes)
 
     (questions, golds), _ = SYSTEMS["rag_bm25"].splits(n, 0, None)
     score = SYSTEMS["rag_bm25"].score
@@ -305,8 +306,8 @@ def test_retrieval_stages_are_timed_against_the_tuners_profile(bm25):
 
 
 def test_kept_tuning_questions_are_those_the_exact_program_gets_right(bm25):
+    from autotuner.tuning_qos import exact_right
     from examples.systems.common import METRIC, question_sets
-    from examples.systems.runs import exact_right
 
     (qs, golds), _ = question_sets(12, 0, 0)
     kept_q, kept_a, tried = exact_right(bm25, qs, golds, METRIC.fn, 3)
@@ -319,29 +320,39 @@ def test_kept_tuning_questions_are_those_the_exact_program_gets_right(bm25):
 
 def test_kept_tuning_questions_are_kept_for_a_resume(bm25, tmp_path):
     """A resumed search reads the choice back (no exact run); other sizes choose again."""
+    from autotuner.tuning_qos import exact_right
     from examples.systems.common import METRIC, question_sets
-    from examples.systems.runs import exact_right
 
     (qs, golds), _ = question_sets(12, 0, 0)
     keep = tmp_path / "kept.json"
     first = exact_right(bm25, qs, golds, METRIC.fn, 3, keep=keep)
     runs = []
 
-    class Counted:  # the same program, counting its exact runs
-        def exact(self):
-            run = bm25.exact()
+    class Counted:  # the same program, counting its runs
+        def knobs(self):
+            return bm25.knobs()
+
+        def build(self, config):
+            run = bm25.build(config)
             return lambda q: runs.append(q) or run(q)
 
     assert exact_right(Counted(), qs, golds, METRIC.fn, 3, keep=keep) == first and not runs
+    assert exact_right(Counted(), qs[::-1], golds[::-1], METRIC.fn, 3, keep=keep) != first and runs  # other inputs
+    runs.clear()
     assert exact_right(Counted(), qs, golds, METRIC.fn, 2, keep=keep)[0] == first[0][:2] and runs
 
 
-def test_tuning_qos_must_be_known(bm25, tmp_path):
-    from approx_dialect.diagnostics import ApproxError
-    from examples.systems.tuning import tune_system
+def test_tuning_qos_must_be_known(tmp_path):
+    """Before anything runs or the folder is emptied: the system's modes, and the tuner's."""
+    from autotuner import Search
+    from examples.systems.runs import tune_system
 
-    with pytest.raises(ApproxError, match="unknown tuning QoS 'exact'.*agreement, gold, kept"):
-        tune_system("rag_bm25", n_tune=3, trials=1, out_dir=tmp_path, program=bm25, tuning_qos="exact")
+    (tmp_path / "keep").write_text("")
+    with pytest.raises(ApproxError, match="unknown tuning QoS 'exact' for rag_bm25 \\(one of: agreement, gold, kept"):
+        tune_system("rag_bm25", n_tune=3, trials=1, out_dir=tmp_path, tuning_qos="exact")
+    assert (tmp_path / "keep").is_file()
+    with pytest.raises(ApproxError, match="unknown tuning QoS 'exact' \\(one of: agreement, gold, kept\\)"):
+        Search(tuning_qos="exact")
 
 
 def test_dynamic_seeds_switch_at_tertiles_and_median_on_either_side(bm25):
@@ -384,9 +395,9 @@ def test_dynamic_seeds_switch_between_groups_of_states(bm25):
 
 @pytest.mark.slow  # two spawned workers build the system
 def test_kept_tuning_questions_found_on_workers_are_the_same():
+    from autotuner.tuning_qos import exact_right
     from examples.systems.common import METRIC, question_sets
     from examples.systems.registry import system
-    from examples.systems.runs import exact_right
 
     program = system("rag_bm25").build()  # knows its spec: the workers build it from there
     (qs, golds), _ = question_sets(4, 0, 0)

@@ -198,13 +198,13 @@ def test_query_analysis_numbers_and_spans():
 
 
 def test_kept_tuning_run_tunes_on_items_the_exact_agent_gets_right(program, tmp_path):
-    from examples.systems.tuning import tune_system
+    from examples.systems.runs import tune_system
 
     run = tune_system("tools", 3, trials=2, seconds=None, out_dir=tmp_path, n_eval=6, tuning_qos="kept")
     result = json.loads((tmp_path / "result.json").read_text())
     assert run.result.n_tune == 3 and run.result.n_eval == 6 and set(run.extra["qos_exact_by_category"])
-    assert any(n.startswith("QoS: BFCL's AST check; tuning on 3 items the exact agent gets right") for n in
-               result["notes"])
+    assert "--tuning-qos kept --kept-from examples.systems.tools.data:kept_candidates" in run.command
+    assert any(n.startswith("QoS: tuning on 3 inputs the exact program gets right") for n in result["notes"])
     exact = [t for t in result["all_trials"] if t["mode"] == "static" and t["qos_loss"] == 0.0]
     assert exact and all(t["qos_loss"] >= 0.0 for t in result["all_trials"])  # no lucky gains on kept items
     with pytest.raises(ApproxError, match="unknown tuning QoS 'agreement' for tools \\(one of: gold, kept\\)"):

@@ -33,16 +33,6 @@ def answer_qos(output: str, reference) -> float:
 
 # its name says both rules; which one a run tunes on, the result's notes say
 METRIC = Metric("gold answer contained (against an exact answer instead: token F1)", answer_qos)
-TUNING_QOS = {  # the question systems' tuning QoS -> what the result's notes say of it
-    "agreement": "QoS: tuning compares each answer with the exact program's answer (SQuAD token F1, every "
-                 "question counts); the held-out evaluation with the gold answers (answer containment, the "
-                 "paper's QoS)",
-    "gold": "QoS: tuning and held-out evaluation both against the gold answers (answer containment, the "
-            "paper's QoS)",
-    "kept": "QoS: tuning on questions the exact program answers right (gold answer contained), against "
-            "the gold answers: a loss is an answer lost, never offset by one gained; the held-out "
-            "evaluation with the gold answers on all its questions (answer containment, the paper's QoS) "
-            "({n} tuning questions, found among {tried} tried)"}
 
 
 def one_thread() -> None:
@@ -253,6 +243,25 @@ def held_out_questions(n_tune: int, seed: int = 0, n_eval: int | None = None):
     """(questions, gold answers) of the held-out evaluation split of `question_sets`:
     what `approx-tune verify` re-measures a RAG system's front on."""
     return question_sets(n_tune, seed, n_eval)[1]
+
+
+KEPT_CANDIDATES = 4  # "kept" tuning tries the tuning questions of KEPT_CANDIDATES x n_tune
+
+
+def kept_pool(sets, n_tune: int, seed: int = 0):
+    """(questions, gold answers) that "kept" tuning tries, in this order: the tuning part
+    of `sets(KEPT_CANDIDATES * n_tune, seed, 0)` (tuning articles: none held out), in a
+    seeded order (they come grouped by article)."""
+    import numpy as np
+
+    (questions, answers), _ = sets(KEPT_CANDIDATES * n_tune, seed, 0)
+    order = np.random.default_rng([seed, 1]).permutation(len(questions))
+    return [questions[i] for i in order], [answers[i] for i in order]
+
+
+def kept_candidates(n_tune: int, seed: int = 0, n_eval: int | None = None):
+    """The SQuAD questions "kept" tuning tries (`kept_pool`; `approx-tune run --kept-from`)."""
+    return kept_pool(question_sets, n_tune, seed)
 
 
 def question_sets(n_tune: int, seed: int = 0, n_eval: int | None = None):

@@ -32,7 +32,7 @@ class SystemProgram:
     `model`); `reuse`: the answer models whose results the untimed passes reuse (and
     the tuner keeps on disk). Its inputs, metric and name in the bench are its
     `registry.System`'s. A subclass may add the tuner's optional hints
-    (`approx_opt.program.OPTIONAL`: `negligible_knobs`, `states`)."""
+    (`approx_opt.program.CostlyProgram`: `negligible_knobs`, `states`)."""
 
     def __init__(self, name: str, program, model: str = "", reuse: Sequence = ()):
         self.name, self.program, self.model = name, program, model

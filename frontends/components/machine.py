@@ -165,7 +165,8 @@ def left_out() -> frozenset[str]:
 
 def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
                      rounds: int = 2, device: str = "cpu",
-                     build: Callable[[str], object] | None = None, min_same: float = 0.0) -> tuple[dict, dict]:
+                     build: Callable[[str], object] | None = None, min_same: float = 0.0,
+                     clock: Callable[[], float] | None = None) -> tuple[dict, dict]:
     """({value: exact time / time at value}, {value: share of its outputs equal to the
     exact value's}): `run_at(None)` (exact) and `run_at(value)` timed side by side
     (`_clock`) in `rounds` rounds, each timing the exact value once and every value after
@@ -179,13 +180,13 @@ def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates
     (its ratio and its share of equal outputs then come from the inputs it ran). A value
     whose warm-up gave the exact output on less than `min_same` of the inputs is not timed
     again either (it is left out whatever its speed). On the CPU torch runs on one thread
-    meanwhile (`_on_the_clocks_thread`)."""
+    meanwhile (`_on_the_clocks_thread`). `clock`, where given, replaces `_clock(device)`
+    (a test's clock that the work it times advances: the decisions, on any machine)."""
     with _on_the_clocks_thread(device):
-        return _measure(run_at, candidates, rounds, device, build, min_same)
+        return _measure(run_at, candidates, rounds, clock or _clock(device), build, min_same)
 
 
-def _measure(run_at, candidates, rounds, device, build, min_same) -> tuple[dict, dict]:
-    clock = _clock(device)
+def _measure(run_at, candidates, rounds, clock, build, min_same) -> tuple[dict, dict]:
     outputs: dict[str | None, list] = {}
     warm: dict[str | None, float] = {}
     for v in (None, *candidates):
@@ -219,14 +220,16 @@ def _measure(run_at, candidates, rounds, device, build, min_same) -> tuple[dict,
 def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
                   min_gain: float = MIN_GAIN, log: Callable[[str], None] | None = print,
                   refresh: bool = False, min_same: float = MIN_SAME, device: str = "cpu",
-                  build: Callable[[str], object] | None = None) -> list[str]:
+                  build: Callable[[str], object] | None = None,
+                  clock: Callable[[], float] | None = None) -> list[str]:
     """The `candidates` of knob `what` (e.g. "smollm2.precision") that run at least
     `min_gain` times faster than the exact value on this machine and give the exact
     value's output on at least `min_same` of the probe's inputs (`run_at` returns
     its outputs, one per input): measured by `measure_speedups` on the first call,
     then read from the cache. `log` gets one line per value left out, saying why.
     `device`: where the model runs; `build`: makes a value's variant, untimed, before
-    it is measured. Values named by APPROX_LEAVE_OUT are left out unmeasured."""
+    it is measured; `clock`: `measure_speedups`'. Values named by APPROX_LEAVE_OUT are
+    left out unmeasured."""
     path, key = _probe_path(), machine_key(device)
     skip = left_out()
     if log is not None:
@@ -239,7 +242,8 @@ def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], ca
         with _probing(path, what):  # another process probing this knob now: its figures, once it ends
             known, agree, todo = _cached(path, key, what, candidates, refresh)
             if todo:
-                speedups, same = measure_speedups(run_at, todo, device=device, build=build, min_same=min_same)
+                speedups, same = measure_speedups(run_at, todo, device=device, build=build, min_same=min_same,
+                                                  clock=clock)
                 known, agree = {**known, **speedups}, {**agree, **same}
                 _remember(path, key, {what: known, f"{what} same": agree})
     keep = [v for v in candidates if known[v] >= min_gain and agree[v] >= min_same]

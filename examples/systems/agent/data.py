@@ -148,6 +148,13 @@ def held_out_questions(n_tune: int, seed: int = 0, n_eval: int | None = None):
     return question_sets(n_tune, seed, n_eval)[1]
 
 
+def kept_candidates(n_tune: int, seed: int = 0, n_eval: int | None = None):
+    """The questions "kept" tuning tries (`common.kept_pool` of `question_sets`)."""
+    from examples.systems.common import kept_pool
+
+    return kept_pool(question_sets, n_tune, seed)
+
+
 def make_inputs(n: int = 12, seed: int = 0):
     """(argument tuples, gold answers) of the first n tuning items: `approx-tune run
     examples.systems.agent.llm:program --inputs examples.systems.agent.data:make_inputs`."""

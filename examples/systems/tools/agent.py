@@ -31,7 +31,7 @@ MiniLM), `answer.model` (cascade fast -> pro on the reader's confidence),
 `answer.precision` (bfloat16), `answer.passages` (1: the reader is asked about
 string parameters only), `answer.skip` (task_skipping: no reader, cue words alone),
 and `tools_agent` (the decision above). `system()` is the autotuner's
-Program; `examples.systems.tuning.tune_system("tools", ...)` tunes it (static, dynamic)
+Program; `examples.systems.runs.tune_system("tools", ...)` tunes it (static, dynamic)
 and evaluates the fronts on the held-out split."""
 
 from __future__ import annotations

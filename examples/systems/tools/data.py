@@ -1,5 +1,5 @@
 """BFCL v4 questions for the tool-calling systems: the split, the QoS and what their
-tuning run takes besides (the notes, the "kept" candidates, the row's facts: registry.py).
+tuning run takes besides (the "kept" candidates, the row's facts: registry.py).
 
 Split, fixed here in code: in each category (simple_python, multiple, parallel)
 the first DEV_FRACTION of the items (in file order) is the development split,
@@ -23,11 +23,6 @@ from frontends.components.tools import BfclItem, load_bfcl
 
 CATEGORIES = ("simple_python", "multiple", "parallel")
 DEV_FRACTION = 0.3
-TUNING_QOS = {  # the tools agents' tuning QoS -> what the result's notes say of it ("kept": on 16 items, cue
-    # words alone beat SmolLM2 by luck and a -100 % tuning loss hid a 73 % held-out one)
-    "gold": "QoS: BFCL's AST check, on the tuning items and on the held-out items",
-    "kept": "QoS: BFCL's AST check; tuning on {n} items the exact agent gets right (found among {tried} tried: "
-            "a loss is a call lost, never offset by one gained)"}
 
 
 @dataclass(frozen=True)
