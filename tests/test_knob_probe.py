@@ -157,7 +157,8 @@ def test_approx_leave_out_naming_no_precision_is_one_error_line(monkeypatch):
     assert "APPROX_LEAVE_OUT" in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("flags, offered", [(["avx512f", "avx512_bf16"], False), (["avx512f", "avx512_fp16"], True)])
+@pytest.mark.parametrize("flags, offered", [(["avx512f", "avx512_bf16"], False),
+                                            (["avx512f", "avx512_bf16", "avx512_fp16"], True)])
 def test_float16_is_a_candidate_only_on_a_cpu_with_float16_arithmetic(flags, offered, monkeypatch):
     """Without avx512_fp16 / amx_fp16 torch converts float16 (its probe's first answer alone
     took 20 s here): float16 is left out unprobed, in one line; with one, it is probed."""
@@ -173,6 +174,24 @@ def test_float16_is_a_candidate_only_on_a_cpu_with_float16_arithmetic(flags, off
     assert [line for line in lines if "float16 arithmetic" in line] == \
         ([] if offered else ["reader.precision = float16 left out: this CPU has no float16 arithmetic (avx512_fp16, "
                              "amx_fp16): torch converts, slower than float32"])
+
+
+@pytest.mark.parametrize("flags, offered", [(["avx2", "fma"], False), (["avx2", "fma", "avx512f", "avx512_bf16"], True)])
+def test_bfloat16_is_a_candidate_only_on_a_cpu_with_bfloat16_arithmetic(flags, offered, monkeypatch):
+    """Without avx512_bf16 / amx_bf16 torch converts bfloat16 (0.26x float32 for Gemma on an
+    AVX2-only EPYC): bfloat16 is left out unprobed, in one line, so a probe costs no minutes."""
+    from examples.systems import common
+    from frontends.components import machine
+
+    monkeypatch.setattr(machine, "cpu_model_and_flags", lambda: ("a CPU", flags))
+    monkeypatch.setattr(common, "device", lambda: "cpu")
+    reader = common.readers()[0]
+    lines = []
+    kept = common.precision_candidates(reader, "reader.precision", lines.append)
+    assert ("bfloat16" in kept) == offered
+    assert [line for line in lines if "bfloat16 arithmetic" in line] == \
+        ([] if offered else ["reader.precision = bfloat16 left out: this CPU has no bfloat16 arithmetic (avx512_bf16, "
+                             "amx_bf16) for bfloat16: torch converts, slower than float32"])
 
 
 def test_figures_another_process_writes_during_a_probe_are_kept(tmp_path):

@@ -210,17 +210,28 @@ def paying_precisions(model, probe, max_new_tokens: int) -> list[str]:
 
 
 def precision_candidates(model, what: str, log=None) -> list[str]:
-    """The LLM_PRECISIONS `model` builds (int4 only through an engine), but float16 on a
-    CPU without float16 arithmetic (`machine.FP16_FLAGS`: its probe's first answer alone
-    took 20 s here), one line to `log` for each other (those APPROX_LEAVE_OUT names are
-    kept: `paying_values` says that instead)."""
-    from frontends.components.machine import FP16_FLAGS, cpu_has, left_out
+    """The LLM_PRECISIONS `model` builds (int4 only through an engine), but, untimed, those
+    torch computes in a format this CPU has no arithmetic for: float16 without
+    `machine.FP16_FLAGS` (its probe's first answer alone took 20 s here), bfloat16 and the
+    int8 variant (bfloat16 activations) without `machine.BF16_FLAGS` (0.26x and 0.76x
+    float32 for Gemma on an AVX2-only EPYC, a 5-minute probe), unless an engine build runs
+    the value (`model.engines`). One line to `log` for each left out (those APPROX_LEAVE_OUT
+    names are kept: `paying_values` says that instead)."""
+    from frontends.components.machine import BF16_FLAGS, FP16_FLAGS, cpu_has, left_out
+
+    through_engine = getattr(model, "engines", {}) or {}
 
     def why_not(v) -> str | None:
         if v not in model.precisions:
             return getattr(model, "missing", {}).get(v, f"{model.name} has no {v} variant")
-        if v == "float16" and device() == "cpu" and not cpu_has(FP16_FLAGS):
+        if device() != "cpu" or v in through_engine:
+            return None
+        if v == "float16" and not cpu_has(FP16_FLAGS):
             return f"this CPU has no float16 arithmetic ({', '.join(FP16_FLAGS)}): torch converts, slower than float32"
+        if v in ("bfloat16", "int8") and not cpu_has(BF16_FLAGS):
+            what = "bfloat16" if v == "bfloat16" else "the int8 variant's bfloat16 activations"
+            return f"this CPU has no bfloat16 arithmetic ({', '.join(BF16_FLAGS)}) for {what}: torch converts, " \
+                   "slower than float32"
         return None
 
     keep = [v for v in LLM_PRECISIONS if why_not(v) is None or v in left_out()]

@@ -31,6 +31,8 @@ from frontends.components.folders import cache_dir, exclusive_lock
 DECISIVE_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_bf16", "amx_int8",
                   "avx512_fp16", "amx_fp16")
 FP16_FLAGS = ("avx512_fp16", "amx_fp16")  # float16 arithmetic; without, torch converts (0.04-0.23x float32, EPYC)
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # bfloat16 arithmetic; without, torch converts (0.26x float32 for
+# Gemma 3 270M, 0.32x for SmolLM2 on an AVX2-only EPYC), and so does an int8 variant with bfloat16 activations (0.76x)
 MIN_GAIN = 1.15  # a value pays when the probe runs at least this much faster than the exact one
 MIN_SAME = 0.5  # ... and gives the exact output on at least this share of the probe's inputs
 HOPELESS = 0.25  # a value whose first run is 4x slower than the exact one is not timed again
