@@ -1,5 +1,6 @@
-"""SmolLM2 (or any Llama-shaped causal LM of transformers) through a CPU inference
-engine: ONNX Runtime GenAI, or OpenVINO on the same ONNX build.
+"""SmolLM2 (or any Llama-shaped causal LM of transformers) and Gemma 3 through a CPU
+inference engine: ONNX Runtime GenAI, or OpenVINO on the same ONNX build. Gemma 3 builds
+with the builder's fixes of `engine_gemma` (its config, embedding scale, sliding window).
 
 The engine's model is built offline from the same weights the torch path runs: the
 float32 model with its LoRA adapters merged into the linear maps (`merged`), saved as
@@ -47,6 +48,7 @@ from torch import nn
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.folders import cache_dir, exclusive_lock
 from frontends.components.hf_loading import quiet_loading
+from frontends.components.llm import engine_gemma
 
 ENV = "APPROX_LLM_ENGINE"  # an ENGINES name (the exact path of SmolLM2 through that engine build), or TORCH
 TORCH = "torch"  # APPROX_LLM_ENGINE's value for eager torch
@@ -157,7 +159,7 @@ def build_ort(model, tokenizer, precision: str, out: Path | None = None, threads
         raise ApproxError(f"onnxruntime-genai builds {', '.join(WEIGHTS)} here, got {precision!r}", where="engine")
     if not available():
         raise ApproxError("onnxruntime-genai is not installed (pip install -e .[engine])", where="engine")
-    options = WEIGHTS[precision][1]
+    options = (*build_options(model, precision), *engine_gemma.key_names(model.config))
     tag = f"-{hashlib.sha256(' '.join(options).encode()).hexdigest()[:6]}" if options else ""  # new options: new build
     key = f"ort-{precision}{tag}-{fingerprint(model)}-{builder_version()}"
     out = Path(out) if out is not None else cache_dir() / "engines" / key
@@ -182,9 +184,9 @@ def _build_ort(model, tokenizer, precision: str, out: Path, threads: int) -> Non
             model.save_pretrained(hf)
             tokenizer.save_pretrained(hf)
         built = work / "onnx"
-        kind, options = WEIGHTS[precision]
+        kind, options = WEIGHTS[precision][0], build_options(model, precision)
         run_builder(["-i", str(hf), "-o", str(built), "-p", kind, "-e", "cpu", "-c", str(work / "cache")]
-                    + (["--extra_options", *options] if options else []))
+                    + (["--extra_options", *options] if options else []), model.config)
         if not (built / "genai_config.json").is_file():
             raise ApproxError("onnxruntime-genai's builder wrote no genai_config.json", where="engine")
         set_threads(built, threads)
@@ -198,14 +200,24 @@ def _build_ort(model, tokenizer, precision: str, out: Path, threads: int) -> Non
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_builder(args: list[str]) -> None:
+def build_options(model, precision: str) -> tuple[str, ...]:
+    """The builder's --extra_options for `model` at `precision`: WEIGHTS', and for Gemma 3 its own
+    (`engine_gemma`; those and its fixes' name change its builds' cache key, SmolLM2's stay)."""
+    options = WEIGHTS[precision][1]
+    if engine_gemma.is_gemma3(model.config):
+        options = (*options, *engine_gemma.BUILD_OPTIONS)
+    return options
+
+
+def run_builder(args: list[str], config=None) -> None:
     """onnxruntime-genai's builder, run as its command line `python -m
     onnxruntime_genai.models.builder ARGS` runs it, but in this process: a new process spent
     4 of a build's 6 s importing torch and the builder again (the files it writes are the
     same, byte for byte). Offline; its output is kept back, and a failure is one line. One
     build at a time in a process (`_BUILDER`: it swaps `sys.argv` and the standard streams,
-    and a served model's request threads may build variants)."""
-    with _BUILDER:
+    and a served model's request threads may build variants). `config`: the transformers config
+    of the model built, for the builder's fixes (`engine_gemma.builder_fixes`)."""
+    with _BUILDER, engine_gemma.builder_fixes(config):
         _run_builder(args)
 
 

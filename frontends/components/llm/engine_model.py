@@ -1,5 +1,6 @@
-"""SmolLM2 whose exact configuration, and the precision values an engine runs well,
-decode through an inference engine build (`engine.py`); everything else is torch.
+"""SmolLM2 (and Gemma 3: `EngineGemma3`) whose exact configuration, and the precision values
+an engine runs well, decode through an inference engine build (`engine.py`); everything else
+is torch.
 
 The exact configuration (float32, every layer, no per-token exit, no extra generation
 options) runs the exact engine (`ort-fp32`: its greedy answers equal eager torch's).
@@ -23,16 +24,17 @@ import torch
 from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm import engine as eng
 from frontends.components.llm import engine_decode
+from frontends.components.llm.gemma import Gemma3
 from frontends.components.llm.smollm import SmolLM2
 
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # the CPU instructions OpenVINO's bf16 compute needs to pay
 ENGINE_ONLY = SmolLM2.missing  # precision -> why torch has no variant of it
 
 
-def engine_only(precision: str, where: str, why: str = "") -> None:
-    """An ApproxError when `precision` has no torch variant (`why`: what asked for torch)."""
-    if precision in ENGINE_ONLY:
-        raise ApproxError(f"{ENGINE_ONLY[precision]}{why}", where=where)
+def engine_only(precision: str, where: str, why: str = "", missing: dict[str, str] = ENGINE_ONLY) -> None:
+    """An ApproxError when `precision` has no torch variant (`missing`: the model class's, precision
+    -> why; `why`: what asked for torch)."""
+    if precision in missing:
+        raise ApproxError(f"{missing[precision]}{why}", where=where)
 
 
 def precision_engines() -> dict[str, str]:
@@ -43,7 +45,7 @@ def precision_engines() -> dict[str, str]:
     1.12x: `engine_decode`), onnxruntime-genai's without openvino; bfloat16:
     OpenVINO's bf16 compute, only where the CPU has bf16 instructions; int4: onnxruntime-genai's
     int4 build (OpenVINO does not read it, `engine.WEIGHTS`)."""
-    from frontends.components.machine import cpu_has
+    from frontends.components.machine import BF16_FLAGS, cpu_has
 
     if not eng.available("ov"):
         return {"int8": "ort-int8", "int4": "ort-int4"}
@@ -72,13 +74,15 @@ class EngineSmolLM2(SmolLM2):
         (default `precision_engines()`); `builds`: the folder holding the builds (default the cache)."""
         if engine not in eng.ENGINES:
             raise ApproxError(f"unknown engine {engine!r} (expected one of {', '.join(eng.ENGINES)})", where=lm.name)
+        if cls is EngineSmolLM2 and isinstance(lm, Gemma3):
+            cls = EngineGemma3  # Gemma's turn and stop tokens
         if lm.model.device.type != "cpu":
             raise ApproxError(f"the engine {engine} runs on the CPU, not on {lm.model.device.type}", where=lm.name)
         other = cls.__new__(cls)
         other.__dict__.update({k: v for k, v in lm.__dict__.items() if not k.startswith("_variant")})
         other.engine, other.threads, other.builds = engine, threads, builds
         other.engines = dict(precision_engines() if engines is None else engines)
-        other.precisions = SmolLM2.precisions | frozenset(other.engines)  # int4 only where an engine runs it
+        other.precisions = type(lm).precisions | frozenset(other.engines)  # int4 only where an engine runs it
         other._torch_models = {}  # precision -> the torch model of that precision, shared by the variants
         other.build, other.decoder = other._engine_build(engine)
         return other
@@ -102,7 +106,7 @@ class EngineSmolLM2(SmolLM2):
             models = root._torch_models
             if self.precision not in models:
                 engine_only(self.precision, self.name, ": an early exit's layers, a per-token exit and generation "
-                                                       "options run torch")
+                                                       "options run torch", self.missing)
                 models[self.precision] = SmolLM2.build_variant(root, self.precision, None).model
             model = self.__dict__["model"] = models[self.precision]
         return model
@@ -119,7 +123,7 @@ class EngineSmolLM2(SmolLM2):
         """What names this provider's outputs across processes (kept outputs): the engine
         builds its values run, so an engine's outputs are never read for torch's."""
         where = f"{self.engine}:{Path(self.build).name}[{self.values_text()}]"
-        return f"{type(self).__module__}.EngineSmolLM2:{self.name}:{where}:{self.values_builds()}"
+        return f"{type(self).__module__}.{type(self).__name__}:{self.name}:{where}:{self.values_builds()}"
 
     def values_builds(self) -> str:
         """A digest of how each precision value's engine is built and run (the builder's
@@ -140,7 +144,8 @@ class EngineSmolLM2(SmolLM2):
             other.precision = precision  # (the variant cache sets it too)
             other.build, other.decoder = self._engine_build(self.engines[precision])
             return other
-        engine_only(precision, self.name, f" (asked for {precision} with an early exit's layers, which run torch)")
+        engine_only(precision, self.name, f" (asked for {precision} with an early exit's layers, which run torch)",
+                    self.missing)
         other = super().build_variant(precision, layers)
         other.decoder = None  # a torch variant
         return other
@@ -148,7 +153,7 @@ class EngineSmolLM2(SmolLM2):
     def with_token_exit(self, percent):
         if percent is not None:
             engine_only(self.precision, self.name,
-                        f" (asked for {self.precision} with a per-token exit, which runs torch)")
+                        f" (asked for {self.precision} with a per-token exit, which runs torch)", self.missing)
         return super().with_token_exit(percent)
 
     def _engine_runs(self, options) -> bool:
@@ -169,10 +174,18 @@ class EngineSmolLM2(SmolLM2):
         return tokens, logps, len(ids)
 
 
-def through_engine(lm, engine: str | None = None, threads: int = 1):
-    """`lm` (a SmolLM2) with its exact path through `engine` (default: APPROX_LLM_ENGINE;
-    None there: `lm` itself, eager torch)."""
+class EngineGemma3(EngineSmolLM2, Gemma3):
+    """Gemma 3 with its exact path and precision values through engine builds, as
+    EngineSmolLM2 (Gemma3's prompt turn, stop tokens, knobs and torch variants; the build
+    made as torch runs it by `engine_gemma`'s builder fixes)."""
+
+
+def through_engine(lm, engine: str | None = None, threads: int = 1, builds: Path | None = None,
+                   engines: dict[str, str] | None = None):
+    """`lm` (a SmolLM2 or a Gemma3) with its exact path through `engine` (default:
+    APPROX_LLM_ENGINE; None there: `lm` itself, eager torch) and its precision values through
+    `engines` (default `precision_engines()`)."""
     engine = engine or eng.engine_from_env()
     if engine is None:
         return lm
-    return EngineSmolLM2.through(lm, engine, threads)
+    return EngineSmolLM2.through(lm, engine, threads, builds, engines)  # EngineGemma3 for a Gemma3
