@@ -7,21 +7,25 @@ outputs, its workers killed while they run and keep calls: every kept row matche
 its SHA-256 and equals a fresh run of its call, and the resumed study completes.
 
 `python -m bench.reliability_fire` does the same at size (8 runs, a kill a minute
-for 10 minutes). Each kill here lands where the run is held: the run's cost call
-waits at a gate of its own (tests/gate.py) that the test closes, so the kill hits
-a trial on every machine, however fast or busy.
+for 10 minutes; kills of the kept-outputs workers at random moments). Each kill here
+lands where the run is held: the run's cost call, or the reader program's call,
+waits at a gate of its own (tests/gate.py) that the test closes, so the kill hits a
+trial on every machine, however fast or busy.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
 from bench import reliability_fire as fire
-from bench.reliability_crash import finish, kill_group, start
+from bench import reliability_kept as kept
+from bench.reliability_crash import finish, kill_group, running_workers, start
 from tests import gate
 
 pytestmark = pytest.mark.slow
@@ -29,6 +33,8 @@ RUNS, TRIALS = 2, 16
 SLOT = "APPROX_FIRE_SLOT"  # the gate folder of one run (each run has its own)
 URL = "APPROX_FIRE_URL"  # the study's storage, where a held cost call sees that its process runs a trial
 PATIENCE = 600  # seconds before the test gives up on a run that never reaches its gate (a working one does)
+HOLD = "APPROX_KEPT_HOLD"  # the kept-outputs run's --out: its gate, and the study where a held call sees its trial
+HELD = "tests.test_study_under_fire:held_reader_program"
 
 
 def held_units(config, args, output):
@@ -113,11 +119,64 @@ def test_runs_killed_mid_trial_and_started_again_lose_nothing_and_keep_the_front
     assert fire.study_front(postgres_url, fire.STUDY) == fire.study_front(postgres_url, fire.STUDY + "-ref")
 
 
+def held_reader_program():
+    """bench.reliability_kept.reader_program whose calls after a build's first, in a
+    worker's trial, wait at the run's gate while the test keeps it closed: a worker is
+    killed with the first call of its trial kept, in the middle of the next one."""
+    program = kept.reader_program()
+    build = program.build
+
+    def held_build(config):
+        fn, calls = build(config), itertools.count()
+
+        def run(*args):
+            where = os.environ.get(HOLD)
+            if next(calls) and where and not (Path(where) / "gate.open").exists() and \
+                    os.getpid() in running_workers(Path(where) / "study.db"):
+                gate.wait(Path(where))
+            return fn(*args)
+
+        return run
+
+    program.build = held_build
+    return program
+
+
+def interrupted(db: Path) -> int:
+    """Trials of the one study in `db` that a kill interrupted (FAIL with no error)."""
+    import optuna
+
+    from autotuner import open_storage
+
+    storage = open_storage(f"sqlite:///{db}")
+    (name,) = optuna.get_all_study_names(storage)
+    return sum(t.state.name == "FAIL" and "error" not in t.user_attrs
+               for t in optuna.load_study(study_name=name, storage=storage).get_trials(deepcopy=False))
+
+
 def test_kept_outputs_of_killed_workers_are_whole_or_absent_and_the_study_resumes(tmp_path, monkeypatch):
-    """2 workers of a real-reader program, killed -9 twice mid-trial (they keep each
-    call as it ends), then the whole run; the same command completes the study."""
-    monkeypatch.setenv("APPROX_FIRE_QUESTIONS", "16")  # each trial lasts a second or more: the kills find one running
-    k = fire.kept_under_fire(tmp_path, jobs=2, kills=2)
+    """A worker of a real-reader program killed -9 while held in a call of its trial, the
+    run ending that trial and starting another worker; then the whole run, held in another
+    trial. The same command completes the study, and every kept row is whole and equal to
+    a fresh run of its call."""
+    monkeypatch.setenv("APPROX_FIRE_QUESTIONS", "8")  # 4 to tune on: a trial's second call is where it is held
+    out, db = tmp_path / "kept", tmp_path / "kept" / "study.db"
+    out.mkdir()
+    with monkeypatch.context() as m:
+        m.setenv(HOLD, str(out))
+        proc = start(kept.kept_command(out, 2, HELD))
+    try:
+        wait_until(lambda: gate.waiting(out), [proc], "a worker held mid-trial")
+        pid = gate.waiting(out)[0]
+        os.kill(pid, signal.SIGKILL)
+        (out / f"gate.waiting.{pid}").unlink()
+        wait_until(lambda: pid not in running_workers(db), [proc], "the run ending the killed worker's trial")
+        wait_until(lambda: gate.waiting(out), [proc], "another worker held mid-trial")
+        kill_group(proc)  # then the whole run, mid-trial
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+    k = kept.resumed_and_checked(tmp_path, out, HELD)  # the same command, not held: the gate's folder is not set
     assert k["resumed"], k["error"]
-    assert k["worker_kills"] == 2 and k["rows"] > 0, k
-    assert k["torn"] == k["different"] == k["unknown"] == 0 and k["read_back"] == k["rows"], k
+    assert interrupted(db) >= 2  # the worker's trial and the held one of the run (a replacement's too, if started)
+    assert k["rows"] > 0 and k["torn"] == k["different"] == k["unknown"] == 0 and k["read_back"] == k["rows"], k
