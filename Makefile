@@ -10,6 +10,7 @@ ENGINE := $(VENV)/.installed-engine
 ENGINE_PKGS := $(VENV)/.installed-engine-packages
 ENGINE_EXACT := $(VENV)/.installed-engine-exact
 ENGINE_ANSWER := $(VENV)/.installed-engine-answer
+ENGINE_ANSWER_BUILT := $(VENV)/.installed-engine-answer-built
 ENGINE_WRITER := $(VENV)/.installed-engine-writer
 
 # Python writes the bytecode of what it imports, once, for every later process (pip installs without compiling:
@@ -20,7 +21,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install system-deps demo test bench fuzz clean
 
-# the Python packages with the test dependencies, then the CPU engine SmolLM2's exact path runs through (below)
+# the Python packages with the test dependencies, then the CPU engine the LLMs' exact path runs through (below)
 install: $(STAMP) $(TEST_PKGS) $(ENGINE)
 
 # torch==2.13.0 goes in first: an unpinned torch pulled in later would fetch GBs of CUDA packages.
@@ -42,8 +43,8 @@ $(TEST_PKGS): $(ENGINE_PKGS)
 	touch $(TEST_PKGS)
 
 # RAG-BM25 with Gemma 3 270M answering end to end at a small size: compile, tune, evaluate held out, report under
-# reports/ (examples/demo.py), set up with the packages and the answer model's precision probe alone (no engine
-# packages: Gemma runs eager torch; `make install` makes SmolLM2's engine builds for the other systems);
+# reports/ (examples/demo.py), set up with the packages and the answer model's probes alone (without the engine
+# packages Gemma's exact path is eager torch, said in one line; `make install` adds them and the LLMs' engine builds);
 # `make demo SYSTEM=rag_bm25`: the MiniLM readers, larger;
 # the compiler-only demo is `$(PY) -m approx_opt.demo`
 demo:
@@ -69,31 +70,37 @@ llama-server: $(STAMP)
 		'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
 	$(PY) -c "import llama_cpp, llama_cpp.server.app; print('llama-cpp-python', llama_cpp.__version__)"
 
-# the CPU inference engines (onnxruntime-genai, openvino; about 300 MB; part of `make install`): SmolLM2's exact path on the CPU
-# and its int8 / int4 / bf16 values. Each SmolLM2 model's engine builds (~10 s each; the RAG answer model's fp32, int8,
-# int4: 520 + 260 + 80 MB under .cache/approx/engines) and the probes that decide whether the engine or eager torch is
-# this machine's exact path and which precision values pay are made here once (about two minutes on a fresh machine),
-# so that no run or test waits for them (a missing one is made on first use)
+# the CPU inference engines (onnxruntime-genai, openvino; about 300 MB; part of `make install`): the LLMs' exact path on
+# the CPU and their int8 / int4 / bf16 values. Each model's engine builds (SmolLM2's ~10 s each: the RAG model's fp32,
+# int8, int4: 520 + 260 + 80 MB under .cache/approx/engines; Gemma 3's ~45 s each) and the probes that decide, per model
+# family, whether the engine or eager torch is this machine's exact path and which precision values pay are made here
+# once (a few minutes on a fresh machine), so that no run or test waits for them (a missing one is made on first use)
 $(ENGINE_PKGS): $(STAMP)
 	$(PY) -m pip install --quiet --quiet --no-compile -e '.[engine]'
 	touch $(ENGINE_PKGS)
 
-# (examples/systems/engines.py): the exact path's decision first, then the RAG answer model's values (all `make demo`
-# needs) beside the tools writer's and the agent's models
+# (examples/systems/engines.py): each family's exact path decided first (SmolLM2, then Gemma 3), then the RAG answer
+# model's values beside the tools writer's and the agent's models
 $(ENGINE_EXACT): $(ENGINE_PKGS)
 	$(PY) -m examples.systems.engines exact
 	touch $(ENGINE_EXACT)
 
-# the RAG answer model's (Gemma 3 270M, eager torch) precision values: no engine build, so no engine packages
+# `make demo`'s: the RAG answer model's (Gemma 3 270M) exact path and precision values with the packages alone
+# (without the engine packages: eager torch, no engine build)
 $(ENGINE_ANSWER): $(STAMP)
 	$(PY) -m examples.systems.engines answer
 	touch $(ENGINE_ANSWER)
+
+# `make install`'s: the same once the engine packages are in and the exact paths decided (never beside their pip)
+$(ENGINE_ANSWER_BUILT): $(ENGINE_EXACT)
+	$(PY) -m examples.systems.engines answer
+	touch $(ENGINE_ANSWER) $(ENGINE_ANSWER_BUILT)
 
 $(ENGINE_WRITER): $(ENGINE_EXACT)
 	$(PY) -m examples.systems.engines writer
 	touch $(ENGINE_WRITER)
 
-$(ENGINE): $(ENGINE_ANSWER) $(ENGINE_WRITER)
+$(ENGINE): $(ENGINE_ANSWER_BUILT) $(ENGINE_WRITER)
 	touch $(ENGINE)
 
 # the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install);

@@ -1,7 +1,7 @@
 """Gemma 3 270M (the fine-tuned RAG answer model, LoRA merged) through the CPU engine builds
 against eager torch float32, paired per question, one thread.
 
-The questions: `common.rag_probe()`'s 3, then SQuAD evaluation questions (train_gemma.py's
+The questions: the knob probe's 3 (`policy.rag_probe()`), then SQuAD evaluation questions (train_gemma.py's
 evaluation pick) with their BM25 top-3 contexts over all paragraphs, as the systems and
 `examples/train_gemma.py score` build them. Each question runs through torch float32 and each
 engine variant one after the other, their order rotated per question (interleaved rounds):
@@ -29,7 +29,8 @@ import torch  # noqa: E402
 
 from autotuner import describe_machine  # noqa: E402
 from examples import squad  # noqa: E402
-from examples.systems.common import GEMMA_ADAPTER, answer_qos, one_thread, rag_probe  # noqa: E402
+from examples.systems.common import GEMMA_ADAPTER, answer_qos, one_thread  # noqa: E402
+from frontends.components.llm.policy import rag_probe  # noqa: E402
 
 OUT = Path(__file__).with_suffix(".json")
 WALL = time.perf_counter

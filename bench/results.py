@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import os
 import subprocess
 import sys
 import time
@@ -49,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 from bench.results_md import KERNELS, load_text, markdown, run_details  # noqa: E402
 from bench.systems_bench import GPU_SYSTEMS, SHAPE  # noqa: E402
 from examples.systems.registry import SYSTEMS  # noqa: E402
+from frontends.components import run_settings  # noqa: E402
 from frontends.quiet import quiet_third_party  # noqa: E402
 
 JSON_PATH, MD_PATH = ROOT / "bench" / "results.json", ROOT / "bench" / "results.md"
@@ -57,9 +57,9 @@ RUNS_PATH = ROOT / "bench" / "results_runs.json"  # per part: the command, commi
 
 def machine() -> str:
     from autotuner import describe_machine
-    from examples.systems.common import device
+    from frontends.components import run_settings
 
-    return describe_machine(device())
+    return describe_machine(run_settings.current().device)
 
 
 def commit() -> str:
@@ -236,11 +236,13 @@ def run(ap: argparse.ArgumentParser, args: argparse.Namespace, argv) -> int:
     unknown = [p for p in parts if p not in (*SYSTEMS, "kernels")]
     if unknown:
         ap.error(f"unknown part {unknown[0]!r} (parts: {', '.join((*SYSTEMS, 'kernels'))})")
-    if args.device == "cuda" and any(p not in GPU_SYSTEMS for p in parts):
+    with run_settings.context(device=args.device) as chosen:  # APPROX_DEVICE overrides it
+        device = chosen.device
+    if device.startswith("cuda") and any(p not in GPU_SYSTEMS for p in parts):
         print(f"error: --device cuda runs the SmolLM2 systems only ({', '.join(GPU_SYSTEMS)}), not "
               f"{', '.join(p for p in parts if p not in GPU_SYSTEMS)}", file=sys.stderr)
         return 1
-    os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device(); worker processes inherit it
+    run_settings.configure(device=args.device)  # the run's device, for this process and its worker processes
     start = time.perf_counter()
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     ablate = tuple(int(v) for v in args.ablate.split(",") if v.strip())

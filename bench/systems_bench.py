@@ -28,9 +28,9 @@ SHAPE = ("exact_seconds_per_query", "static", "dynamic", "tuning_seconds", "tria
 def report_dir(name: str) -> Path:
     """Where a system's report goes: reports/bench/<system>, with -cuda when its LLM runs
     on a GPU (a GPU run keeps the CPU run's report)."""
-    from examples.systems.common import device
+    from frontends.components import run_settings
 
-    return ROOT / "reports" / "bench" / (name + ("-cuda" if device().startswith("cuda") else ""))
+    return ROOT / "reports" / "bench" / (name + ("-cuda" if run_settings.current().device.startswith("cuda") else ""))
 
 
 def row(run, model: str, jobs: int) -> dict:

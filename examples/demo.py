@@ -16,11 +16,11 @@ The compiler-only demo (approx-opt and the JIT on one MLIR file) is
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 from examples.systems.registry import SYSTEMS
+from frontends.components import run_settings
 from frontends.quiet import quiet_third_party
 
 DEMOS = [n for n, s in SYSTEMS.items() if s.demo]  # each gives its --n-tune, --n-eval, --trials, --seconds
@@ -79,8 +79,8 @@ def demo(args) -> int:
         if getattr(args, k) is None:
             setattr(args, k, v)
     n_eval = args.n_eval or 5 * args.n_tune
-    if args.device:
-        os.environ["APPROX_DEVICE"] = args.device  # examples.systems.common.device()
+    if args.device:  # the run's device, for this process and its worker processes (APPROX_DEVICE overrides it)
+        run_settings.configure(device=args.device)
 
     from autotuner import describe_machine
     from examples.systems.registry import REPORTED_LEVELS
@@ -112,7 +112,7 @@ def demo(args) -> int:
              "agreement": "loss against the exact program's answers"}[args.tuning_qos]
           + "; evaluation rows: against the gold answers (the paper's QoS). Exact and approximate runs are timed "
           "side by side (paired), with the 95 % interval in brackets (for a QoS loss: over the held-out "
-          f"questions). Machine: {describe_machine(os.environ.get('APPROX_DEVICE', 'cpu'))}.")
+          f"questions). Machine: {describe_machine(run_settings.current().device)}.")
     best = most_accurate(r, REPORTED_LEVELS[1:])
     if best and best["beats_exact"]:
         print(f"the most accurate configuration measured ({best['mode']}, {best['knobs']}) answers better than the "

@@ -8,8 +8,10 @@ retrievers and the tools; `torch_frontend` the torch models. Imports
 
 A pipeline needs one import: `from frontends import Knob, Generate, Prompt, Retrieve,
 Tune, OpenAIAnswerModel, Bm25Retriever, ...` (`__all__`): the decorator, the component
-declarations, and the providers they call (loaded on first use: torch, transformers and
-the openai client are imported only by a program that uses them)."""
+declarations, the providers they call (loaded on first use: torch, transformers and
+the openai client are imported only by a program that uses them), and the LLMs' machine
+policy (`exact_path`, `paying_precisions`: `frontends.components.llm.policy`; the run's
+device and engine: `frontends.components.run_settings`)."""
 
 from frontends.components.declare import Embed, Generate, Prompt, Retrieve, RunTool, ToolCall, Tune
 from frontends.decorated import KnobFunction
@@ -27,7 +29,7 @@ from frontends.knob_config import (
 
 _PROVIDERS = {
     "frontends.components.llm": ("Answer", "AnswerModel", "CausalLM", "ExtractiveReader", "Fallback", "ModelCascade",
-                                 "Gemma3", "OpenAIAnswerModel", "SmolLM2"),
+                                 "Gemma3", "OpenAIAnswerModel", "SmolLM2", "exact_path", "paying_precisions"),
     "frontends.components.retrieval": ("Bm25Retriever", "DenseRetriever", "Hits", "MiniLMEncoder"),
     "frontends.components.tools": ("KeywordTriage", "EmbeddingTriage", "Tool", "ToolRegistry"),
 }

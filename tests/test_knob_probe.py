@@ -1,6 +1,7 @@
 """Knob values that pay on this machine: measured once (paired, thread CPU time), cached
 per machine, and a value that does not pay is left out with one line saying why;
-APPROX_LEAVE_OUT leaves named precision values out unmeasured.
+the run settings' `leave_out` (APPROX_LEAVE_OUT over it) leaves named precision values out
+unmeasured.
 
 The probe's decisions are tested on a clock the work advances (`Ticks`): a thread's CPU
 time on a shared VM counts the host's steal, and a 10x loop measured under 4x there."""
@@ -163,31 +164,36 @@ def test_float16_is_a_candidate_only_on_a_cpu_with_float16_arithmetic(flags, off
     """Without avx512_fp16 / amx_fp16 torch converts float16 (its probe's first answer alone
     took 20 s here): float16 is left out unprobed, in one line; with one, it is probed."""
     from examples.systems import common
-    from frontends.components import machine
+    from frontends.components import machine, run_settings
+    from frontends.components.llm.policy import precision_candidates
 
     monkeypatch.setattr(machine, "cpu_model_and_flags", lambda: ("a CPU", flags))
-    monkeypatch.setattr(common, "device", lambda: "cpu")
+    monkeypatch.delenv(run_settings.DEVICE_ENV, raising=False)
     reader = common.readers()[0]  # builds float32, bfloat16 and float16 variants (no int8: reader.py says why)
     lines = []
-    kept = common.precision_candidates(reader, "reader.precision", lines.append)
+    with run_settings.context(device="cpu"):
+        kept = precision_candidates(reader, "reader.precision", lines.append)
     assert ("float16" in kept) == offered and "bfloat16" in kept and "int8" not in kept
     assert [line for line in lines if "float16 arithmetic" in line] == \
         ([] if offered else ["reader.precision = float16 left out: this CPU has no float16 arithmetic (avx512_fp16, "
                              "amx_fp16): torch converts, slower than float32"])
 
 
-@pytest.mark.parametrize("flags, offered", [(["avx2", "fma"], False), (["avx2", "fma", "avx512f", "avx512_bf16"], True)])
+@pytest.mark.parametrize("flags, offered",
+                         [(["avx2", "fma"], False), (["avx2", "fma", "avx512f", "avx512_bf16"], True)])
 def test_bfloat16_is_a_candidate_only_on_a_cpu_with_bfloat16_arithmetic(flags, offered, monkeypatch):
     """Without avx512_bf16 / amx_bf16 torch converts bfloat16 (0.26x float32 for Gemma on an
     AVX2-only EPYC): bfloat16 is left out unprobed, in one line, so a probe costs no minutes."""
     from examples.systems import common
-    from frontends.components import machine
+    from frontends.components import machine, run_settings
+    from frontends.components.llm.policy import precision_candidates
 
     monkeypatch.setattr(machine, "cpu_model_and_flags", lambda: ("a CPU", flags))
-    monkeypatch.setattr(common, "device", lambda: "cpu")
+    monkeypatch.delenv(run_settings.DEVICE_ENV, raising=False)
     reader = common.readers()[0]
     lines = []
-    kept = common.precision_candidates(reader, "reader.precision", lines.append)
+    with run_settings.context(device="cpu"):
+        kept = precision_candidates(reader, "reader.precision", lines.append)
     assert ("bfloat16" in kept) == offered
     assert [line for line in lines if "bfloat16 arithmetic" in line] == \
         ([] if offered else ["reader.precision = bfloat16 left out: this CPU has no bfloat16 arithmetic (avx512_bf16, "

@@ -217,7 +217,7 @@ def test_switch(tiny, monkeypatch):
         engine_model.through_engine(tiny)
     assert "\n" not in str(err.value)
     monkeypatch.setenv(engine.ENV, "ort-fp32")
-    assert engine.engine_from_env() == "ort-fp32"
+    assert engine.chosen_engine() == "ort-fp32"
     monkeypatch.setenv(engine.ENV, "torch")
     assert engine.default_engine("cpu") is None and engine_model.through_engine(tiny) is tiny
     monkeypatch.setenv(engine.ENV, "ov-bf16")

@@ -2,7 +2,7 @@
 path through the inference engine: knob 0 gives eager torch float32's answers on fixed
 questions, compared with torch on this machine (never with a recording); each precision
 value an engine runs decodes another build; a worker process (the tuner's) loads the same
-engine; the LLM RAG system's IR lists the int8 value where the probe offers it."""
+engine; the LLM RAG system's IR (Gemma 3 answering) lists the precision values its probe offers."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from approx_dialect.precision import PRECISIONS
 from approx_opt.main import list_knobs
 from examples import squad
 from examples.systems import common
-from examples.systems.common import PROBE_QUESTIONS
 from examples.systems.rag.program import llm_precisions
 from frontends.components.kept import provider_identity
-from frontends.components.llm import engine
+from frontends.components.llm import engine, policy
+from frontends.components.llm.policy import PROBE_QUESTIONS
 
 pytestmark = pytest.mark.skipif(not engine.available(), reason="onnxruntime-genai not installed (.[engine])")
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,14 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def llm():
     model = common.smollm()
-    if common.exact_engine() is None:
+    if policy.exact_engine(model) is None:
         pytest.skip(f"{engine.ENV}=torch, a GPU run, or eager torch is faster here: the exact path is torch's")
     return model
 
 
 def fixed_questions():
     """The knob probe's first question on three SQuAD passages (the probe itself compares
-    all three, `common.exact_engine`), and two evaluation questions with their gold
+    all three, `policy.exact_engine`), and two evaluation questions with their gold
     paragraph and the two after it (prompts of ~350-700 tokens)."""
     paragraphs = squad.paragraphs()
     cases = [(q, list(paragraphs[:3])) for q in PROBE_QUESTIONS[:1]]
@@ -80,15 +80,18 @@ def test_a_worker_process_loads_the_same_engine(llm):
 
 
 def test_the_ir_lists_the_int8_value_where_it_pays(llm):
+    """The LLM RAG system's answer model (Gemma 3, on its own exact path: `policy.exact_path`)."""
     from examples.systems.rag import bm25 as rag_bm25
     from frontends.components.folders import cache_dir
     from frontends.components.machine import MIN_GAIN, MIN_SAME, PROBE_FILE, machine_key
 
-    offered = llm_precisions(llm)
-    # probed against the exact engine under the engine model's own name (never torch's figures),
-    # each offered value faster and keeping most of the probe's answers
+    answer = common.gemma()
+    offered = llm_precisions(answer)
+    # probed under the model's own name (an engine model's: never torch's figures), each
+    # offered value faster and keeping most of the probe's answers
     figures = json.loads((cache_dir() / PROBE_FILE).read_text())[machine_key()]
-    speed, same = figures[f"{llm.probe_name}.precision"], figures[f"{llm.probe_name}.precision same"]
+    name = getattr(answer, "probe_name", answer.name)
+    speed, same = figures[f"{name}.precision"], figures[f"{name}.precision same"]
     assert all(speed[v] >= MIN_GAIN and same[v] >= MIN_SAME for v in offered)
     system = rag_bm25.llm_system()
     knobs = {k["name"]: k for k in json.loads(list_knobs(system.ir(), system.name))}
@@ -107,7 +110,7 @@ def test_the_ir_lists_the_int8_value_where_it_pays(llm):
 @pytest.mark.parametrize("speedup, same, chosen", [(1.88, 1.0, engine.EXACT), (0.91, 1.0, None), (2.0, 2 / 3, None)])
 def test_the_engine_takes_the_exact_path_only_where_the_probe_finds_it_faster_and_the_same(
         speedup, same, chosen, tmp_path, monkeypatch, capsys):
-    """`common.exact_engine` reads the machine's probe (its figures written here, as a
+    """`policy.exact_engine` reads the machine's probe (its figures written here, as a
     probe on an AMD EPYC and on a Xeon with AMX measured them): the engine where it runs
     faster than eager torch with torch's answers, torch elsewhere, in one line."""
     from frontends.components.machine import PROBE_FILE, machine_key
@@ -116,7 +119,7 @@ def test_the_engine_takes_the_exact_path_only_where_the_probe_finds_it_faster_an
     monkeypatch.setenv("APPROX_CACHE_DIR", str(tmp_path))  # only the probe's figures: no model is loaded
     (tmp_path / PROBE_FILE).write_text(json.dumps({machine_key(): {"smollm2.exact_path": {engine.EXACT: speedup},
                                                                    "smollm2.exact_path same": {engine.EXACT: same}}}))
-    assert common.exact_engine() == chosen
+    assert policy.exact_engine("smollm2") == chosen
     out = capsys.readouterr().out
     assert ("the exact path stays eager torch" in out) == (chosen is None), out
     assert common.smollm_weights().endswith("exact path through ort-fp32)" if chosen else "float32)")

@@ -72,17 +72,17 @@ def test_ir_lists_llm_and_kernel_knobs(system):
 
 
 def test_the_engine_exact_path_gives_eager_torchs_triage_and_summary(system):
-    """Knob 0's triage and summary through the engine (`common.exact_path`): on a tuning
+    """Knob 0's triage and summary through the engine (`policy.exact_path`): on a tuning
     question of a short tool output and one of the longest (bm25's paragraph), the greedy
     tokens of eager torch on the same weights."""
-    from examples.systems.common import exact_engine
     from frontends.components.llm import engine
+    from frontends.components.llm.policy import exact_engine
     from frontends.components.llm.prompting import fill
     from frontends.components.llm.smollm import SmolLM2
 
     if not engine.available():
         pytest.skip("onnxruntime-genai not installed (.[engine]): the exact path is torch's")
-    if exact_engine() is None:
+    if exact_engine("smollm2") is None:
         pytest.skip(f"{engine.ENV}=torch, a GPU run, or eager torch is faster here: the exact path is torch's")
     assert f"exact path through {engine.EXACT}" in system.model
     triage, base = agent_llm.triage_llm(), agent_llm.base_llm()
@@ -128,7 +128,8 @@ def test_profile_says_where_the_time_goes(system, monkeypatch):
     assert {"triage", "summary", "qa", "(program)", "pagerank", "kmeans"} <= set(profile)
     assert profile["triage"]["calls"] == len(questions) and profile["pagerank"]["calls"] == 1
     assert abs(sum(v["share"] for v in profile.values()) - 1) < 1e-9
-    assert profile["summary"]["share"] + profile["qa"]["share"] > 0.5
+    # the LLM calls (seconds each) against kernels and tools (milliseconds): a ratio no load inverts
+    assert sum(profile[k]["share"] for k in ("triage", "summary", "qa")) > 0.5
     monkeypatch.setattr(system, "profile", lambda *a, **k: pytest.fail("the questions were profiled again"))
     fixed = system.negligible_knobs(questions)
     assert set(fixed) == {f"{t}.tool" for t in agent_tools.TOOLS}

@@ -58,7 +58,7 @@ def test_list_knobs_of_the_agent_ir_is_program_knobs(program, writer):
 def test_a_precision_value_that_does_not_pay_here_is_left_out(writer, monkeypatch, capsys):
     """With every candidate left out (APPROX_LEAVE_OUT, as a CPU where none pays), the
     writer has no precision knob, and the probe says why in one line per value."""
-    from examples.systems.common import LLM_PRECISIONS
+    from frontends.components.llm.policy import LLM_PRECISIONS
 
     monkeypatch.setenv("APPROX_LEAVE_OUT", ",".join(LLM_PRECISIONS))
     assert writer_precisions(writer) == []
@@ -101,15 +101,15 @@ def test_decision_one_is_keyword_routing_and_cue_words(program):
 
 
 def test_the_engine_exact_path_writes_eager_torchs_calls(writer, program):
-    """Knob 0's writer through the engine (`common.exact_path`): on a BFCL request of each category,
+    """Knob 0's writer through the engine (`policy.exact_path`): on a BFCL request of each category,
     the tools prompt and 160 new tokens, the greedy tokens of eager torch on the same weights."""
-    from examples.systems.common import exact_engine
     from frontends.components.llm import engine
+    from frontends.components.llm.policy import exact_engine
     from frontends.components.llm.smollm import SmolLM2
 
     if not engine.available():
         pytest.skip("onnxruntime-genai not installed (.[engine]): the exact path is torch's")
-    if exact_engine() is None:
+    if exact_engine(writer) is None:
         pytest.skip(f"{engine.ENV}=torch, a GPU run, or eager torch is faster here: the exact path is torch's")
     assert type(writer).__name__ == "EngineSmolLM2" and writer.engine == engine.EXACT
     assert f"exact path through {engine.EXACT}" in program.model
@@ -145,7 +145,7 @@ def test_the_writers_precision_values_are_those_it_builds_and_its_fillers_run_th
     """The writer's precision candidates are the values it builds (int8; int4 where an
     engine builds it), whatever its cascade's fillers build: under a value a filler has no
     variant of (int8), the filler runs its own precision; one it has (bfloat16) reaches it."""
-    from examples.systems.common import LLM_PRECISIONS, precision_candidates
+    from frontends.components.llm.policy import LLM_PRECISIONS, precision_candidates
     from frontends.components.settings import GenerateSettings
 
     lines = []

@@ -1,14 +1,17 @@
-"""Makes the CPU engine builds and the machine probes of the example systems' SmolLM2
-models once, so that no run, demo or test waits for them (a missing one is still made
-on first use). `make install` runs the groups as separate processes:
+"""Makes the CPU engine builds and the machine probes of the example systems' LLMs once
+(the library's policy, `frontends.components.llm.policy`), so that no run, demo or test
+waits for them (a missing one is still made on first use). `make install` runs the groups
+as separate processes:
 
-    python -m examples.systems.engines exact    # the exact path's decision (on the RAG answer model)
-    python -m examples.systems.engines answer   # that model's precision values (all `make demo` needs)
+    python -m examples.systems.engines exact    # each family's exact path (SmolLM2's RAG model, Gemma 3)
+    python -m examples.systems.engines answer   # the RAG answer model's (Gemma's) exact path and values
     python -m examples.systems.engines writer   # the tools writer's builds and values; the agent's triage and summary
 
-`answer` and `writer` read the decision `exact` caches (`machine.paying_values`): they
+`answer` and `writer` read the decisions `exact` caches (`machine.paying_values`): they
 run after it, beside each other (a build running beside the exact path's probe slowed
-both more than running them one after the other)."""
+both more than running them one after the other). `answer` alone is all `make demo`
+needs: without the engine extra Gemma's exact path is eager torch (one line says so),
+and no engine is built."""
 
 from __future__ import annotations
 
@@ -17,9 +20,10 @@ import time
 
 
 def exact() -> None:
-    from examples.systems.common import exact_engine
+    from examples.systems.common import gemma, smollm
 
-    exact_engine()
+    smollm()  # SmolLM2's decision, on the RAG answer model (the writer and the agent read it)
+    gemma()
 
 
 def answer() -> None:

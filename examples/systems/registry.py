@@ -145,9 +145,9 @@ def clock() -> str:
     """What speedups are ratios of: thread CPU time on the CPU (torch runs on one thread in
     the calling thread); wall time where the LLM runs on a GPU (its kernels' time is not
     this thread's CPU time)."""
-    from examples.systems.common import device
+    from frontends.components import run_settings
 
-    return "wall" if device().startswith("cuda") else "cpu"
+    return "wall" if run_settings.current().device.startswith("cuda") else "cpu"
 
 
 def _resolve(spec: str):

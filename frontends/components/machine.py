@@ -9,9 +9,9 @@ left out; a value that changes most of the probe's answers (int8 that breaks the
 model) is left out too, in one line. The figures are cached per machine (CPU model, its decisive
 instructions, torch version) under the cache dir, so the probe runs once.
 
-APPROX_LEAVE_OUT (comma-separated precision values, e.g. `bfloat16`) leaves those values
-out whatever they measure, in one line each, unprobed: what a CPU without bf16
-instructions offers, shown on any machine.
+The run settings' `leave_out` (`run_settings`; APPROX_LEAVE_OUT, comma-separated precision
+values, e.g. `bfloat16`, overrides it) leaves those values out whatever they measure, in one
+line each, unprobed: what a CPU without bf16 instructions offers, shown on any machine.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from frontends.components import run_settings
 from frontends.components.folders import cache_dir, exclusive_lock
 
 # CPU flags (as /proc/cpuinfo names them) that decide which LLM precisions pay
@@ -37,7 +38,6 @@ MIN_GAIN = 1.15  # a value pays when the probe runs at least this much faster th
 MIN_SAME = 0.5  # ... and gives the exact output on at least this share of the probe's inputs
 HOPELESS = 0.25  # a value whose first run is 4x slower than the exact one is not timed again
 PROBE_FILE = "knob_probe.json"
-LEAVE_OUT_ENV = "APPROX_LEAVE_OUT"
 
 
 def cpu_model_and_flags() -> tuple[str, list[str]]:
@@ -157,12 +157,10 @@ def _remember(path: Path, key: str, figures: dict) -> None:
 
 
 def left_out() -> frozenset[str]:
-    """The precision values APPROX_LEAVE_OUT names (comma-separated); a name that is no
-    precision value is an ApproxError, not a switch that silently does nothing."""
-    from approx_dialect.precision import check_backend
-
-    names = [v.strip() for v in os.environ.get(LEAVE_OUT_ENV, "").split(",") if v.strip()]
-    return frozenset(check_backend(v, LEAVE_OUT_ENV) for v in names)
+    """The precision values the run settings leave out (`run_settings`: APPROX_LEAVE_OUT over
+    `leave_out`); a name that is no precision value is an ApproxError, not a switch that
+    silently does nothing."""
+    return frozenset(run_settings.current().leave_out)
 
 
 def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
@@ -230,14 +228,14 @@ def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], ca
     its outputs, one per input): measured by `measure_speedups` on the first call,
     then read from the cache. `log` gets one line per value left out, saying why.
     `device`: where the model runs; `build`: makes a value's variant, untimed, before
-    it is measured; `clock`: `measure_speedups`'. Values named by APPROX_LEAVE_OUT are
-    left out unmeasured."""
+    it is measured; `clock`: `measure_speedups`'. Values the run settings leave out
+    (`left_out`) are left out unmeasured."""
     path, key = _probe_path(), machine_key(device)
     skip = left_out()
     if log is not None:
         for v in candidates:
             if v in skip:
-                log(f"{what} = {v} left out by {LEAVE_OUT_ENV}")
+                log(f"{what} = {v} left out by {run_settings.where_set('leave_out')}")
     candidates = [v for v in candidates if v not in skip]
     known, agree, todo = _cached(path, key, what, candidates, refresh)
     if todo:

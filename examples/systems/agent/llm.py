@@ -21,7 +21,7 @@ answer adapters it named the right tool for about a third of the questions. QA i
 SmolLM2 with its SQuAD adapters (examples/models/smollm2_lora.npz, the RAG-LLM systems'
 answer model). The summary is the base SmolLM2-135M-Instruct prompted zero-shot; QA reads the
 summary as its one passage. Each of the three decodes its exact configuration through
-the run's inference engine where one is installed (`common.exact_path`). The kernels run as
+this machine's exact path (`policy.exact_path`: the engine where it pays). The kernels run as
 JIT-compiled kernels (agent/tools.py): one tool call takes milliseconds, each LLM
 call about a second on a CPU. QoS: a gold answer contained in the answer
 (questions: agent/data.py).
@@ -46,11 +46,13 @@ import functools
 
 from autotuner.strategy import NEGLIGIBLE
 from examples.systems.agent.tools import TOOLS, tools
-from examples.systems.common import MODELS, device, exact_path, one_thread, reuse_answers, smollm, smollm_weights
+from examples.systems.common import MODELS, one_thread, reuse_answers, smollm, smollm_weights
 from examples.systems.program import SystemProgram, program_attribute
 from examples.systems.rag.program import llm_precisions
 from frontends import DecisionTree, Knob
+from frontends.components import run_settings
 from frontends.components.declare import Generate, Prompt, RunTool, Tune
+from frontends.components.llm.policy import exact_path
 
 TRIAGE = "Which tool does this question use: "  # the triage's question: this, then the question
 GUIDE = ["Questions about pages of a web graph use the tool pagerank.",  # the triage's passages
@@ -90,7 +92,7 @@ def base_llm():
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
-    return exact_path(SmolLM2.load(None, name="smollm2_base", device=device()))
+    return exact_path(SmolLM2.load(None, name="smollm2_base", device=run_settings.current().device))
 
 
 @functools.lru_cache(maxsize=1)
@@ -99,7 +101,7 @@ def triage_llm():
     from frontends.components.llm.smollm import SmolLM2
 
     one_thread()
-    return exact_path(SmolLM2.load(TRIAGE_ADAPTER, name="smollm2_triage", device=device()))
+    return exact_path(SmolLM2.load(TRIAGE_ADAPTER, name="smollm2_triage", device=run_settings.current().device))
 
 
 def agent_program(prompted, qa_model, triage_model, precisions=()):

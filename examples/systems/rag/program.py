@@ -36,17 +36,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from examples.systems.common import (
-    answer_model_name,
-    gemma,
-    paying_precisions,
-    rag_probe,
-    readers,
-    reuse_answers,
-)
+from examples.systems.common import answer_model_name, gemma, readers, reuse_answers
 from examples.systems.program import SystemProgram
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
+from frontends.components.llm.policy import paying_precisions
 
 TOP_K = 3  # passages the exact program reads
 CASCADE_THRESHOLDS = (0.2, 0.1, 0.05)  # reader confidence (p_start * p_end) accepting the fast answer
@@ -99,8 +93,9 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
 def llm_precisions(llm) -> list[str]:
     """The LLM's precision values that it builds (the answer op's cascade stage, the
     reader, runs its own where it has none of one), that answer RAG questions faster than
-    float32 on this machine, and as float32 does on most of them (`common.paying_precisions` on `common.rag_probe`)."""
-    return paying_precisions(llm, rag_probe(), LLM_TOKENS)
+    float32 on this machine, and as float32 does on most of them (`policy.paying_precisions` on
+    the library's RAG probe, `policy.rag_probe`)."""
+    return paying_precisions(llm, max_new_tokens=LLM_TOKENS)
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,

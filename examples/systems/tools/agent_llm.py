@@ -17,8 +17,8 @@ on most probe requests: `writer_precisions`), `writer.layers` (early
 exit at the depths the adapters were trained for) and `writer.skip`
 (task_skipping: no model, cue words alone); `tools_agent_llm`, the decision per
 input of tools/agent.py (by the string parameters of the keyword router's
-function: the agent or cue words alone). SmolLM2's exact configuration decodes
-through the run's inference engine where one is installed (`common.exact_path`).
+function: the agent or cue words alone). SmolLM2's exact configuration decodes on
+this machine's exact path (`policy.exact_path`: the engine where it pays).
 
     python -m examples.systems.tools.measure [--items 30]   # AST accuracy and time per request vs the reader agent
 """
@@ -49,12 +49,13 @@ def model_name() -> str:
 
 def load_writer():
     """SmolLM2 with the tools adapters and their prompt, on the run's device, its exact
-    configuration through the run's engine where one runs it (`common.exact_path`)."""
-    from examples.systems.common import device, exact_path
+    configuration on this machine's exact path (`policy.exact_path`)."""
+    from frontends.components import run_settings
+    from frontends.components.llm.policy import exact_path
     from frontends.components.llm.smollm import SmolLM2
 
     return exact_path(SmolLM2.load(ADAPTER, name="smollm2_tools", prompt=tools_prompt,
-                                   max_new_tokens=DEFAULT_MAX_NEW_TOKENS, device=device()))
+                                   max_new_tokens=DEFAULT_MAX_NEW_TOKENS, device=run_settings.current().device))
 
 
 PROBE_ITEMS = 2  # BFCL development requests (outside every tuning and held-out split) the precision probe writes
@@ -64,10 +65,10 @@ def writer_precisions(writer) -> list[str]:
     """The writer's precision values (its cascade's fillers run their own where they have
     none of one: the readers have no int8 or int4), that write
     calls faster than float32 on this machine and the same calls on most of PROBE_ITEMS
-    development requests (`common.paying_precisions`): bfloat16 is 2-4x faster on a CPU
+    development requests (`policy.paying_precisions`): bfloat16 is 2-4x faster on a CPU
     with bf16 instructions and several times slower on one without."""
-    from examples.systems.common import paying_precisions
     from examples.systems.tools.data import dev_items
+    from frontends.components.llm.policy import paying_precisions
 
     probe = [(i.question, list(i.functions[:1])) for i in dev_items("simple_python")[:PROBE_ITEMS]]
     return paying_precisions(writer, probe, DEFAULT_MAX_NEW_TOKENS)

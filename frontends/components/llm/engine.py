@@ -16,9 +16,9 @@ caller's tokenizer), greedy, the same stop rule and the same new-token budget as
 
 `EngineSmolLM2` (`engine_model.py`) is the answer model whose exact configuration decodes
 through an engine (and its int8 / bfloat16 values through the engine builds that run them);
-`default_engine` chooses the exact engine: APPROX_LLM_ENGINE (`torch`: eager torch), else
-`ort-fp32` on the CPU where this extra imports. The systems' loader
-(`examples/systems/common.smollm`) goes through it.
+`default_engine` offers the exact engine: the run settings' `engine` (`run_settings`;
+APPROX_LLM_ENGINE overrides it; `torch`: eager torch), else `ort-fp32` on the CPU where this
+extra imports, which the machine's probe then accepts or not (`policy.exact_engine`).
 
 OpenVINO (`ov-*` in ENGINES) reads that ONNX build, made stateful, compiled when loaded,
 at f32 compute or at its own default precision for this CPU; `ov-ort-int8` reads the
@@ -46,12 +46,13 @@ import numpy as np
 from torch import nn
 
 from approx_dialect.diagnostics import ApproxError
+from frontends.components import run_settings
 from frontends.components.folders import cache_dir, exclusive_lock
 from frontends.components.hf_loading import quiet_loading
 from frontends.components.llm import engine_gemma
 
-ENV = "APPROX_LLM_ENGINE"  # an ENGINES name (the exact path of SmolLM2 through that engine build), or TORCH
-TORCH = "torch"  # APPROX_LLM_ENGINE's value for eager torch
+ENV = run_settings.ENGINE_ENV  # an ENGINES name (the exact path through that engine build), or TORCH
+TORCH = "torch"  # the run settings' engine (APPROX_LLM_ENGINE) for eager torch
 EXACT = "ort-fp32"  # the default exact engine: its greedy answers equal eager torch float32's (60/60 measured)
 # name -> (engine, weights, compute hint): "ort" builds with onnxruntime-genai's model builder (int8:
 # MatMulNBits, blocks of 32, accuracy level 4 = int8 activations: its CPU defaults); "ov" reads that ONNX
@@ -95,13 +96,15 @@ def available(engine: str = "ort") -> bool:
     return True
 
 
-def engine_from_env() -> str | None:
-    """The engine variant APPROX_LLM_ENGINE names (None: unset, empty or `torch`)."""
-    name = os.environ.get(ENV, "").strip()
-    if not name or name == TORCH:
+def chosen_engine() -> str | None:
+    """The engine variant the run settings name for the exact path (`run_settings`: APPROX_LLM_ENGINE
+    over `engine`; None: unset or `torch`); a name that is none is a one-line ApproxError."""
+    name = run_settings.current().engine
+    if name is None or name == TORCH:
         return None
     if name not in ENGINES:
-        raise ApproxError(f"{ENV}={name!r}: expected {TORCH} or one of {', '.join(ENGINES)}", where=ENV)
+        where = run_settings.where_set("engine")
+        raise ApproxError(f"{where}={name!r}: expected {TORCH} or one of {', '.join(ENGINES)}", where=where)
     return name
 
 
@@ -274,9 +277,9 @@ def build_info(folder: Path) -> dict:
 # ---------------------------------------------------------------- the answer model
 
 def default_engine(device: str = "cpu") -> str | None:
-    """The exact path's engine for a run on `device`: APPROX_LLM_ENGINE where set (`torch`:
-    eager torch), else EXACT on the CPU where the engine extra imports, else None (torch)."""
-    name = engine_from_env()
-    if name is not None or os.environ.get(ENV, "").strip() == TORCH:
-        return name
+    """The exact path's engine for a run on `device`: the run settings' where they name one
+    (`chosen_engine`; `torch`: None, eager torch), else EXACT on the CPU where the engine extra
+    imports, else None (torch)."""
+    if run_settings.current().engine is not None:
+        return chosen_engine()
     return EXACT if device == "cpu" and available() else None

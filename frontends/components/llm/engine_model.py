@@ -182,10 +182,11 @@ class EngineGemma3(EngineSmolLM2, Gemma3):
 
 def through_engine(lm, engine: str | None = None, threads: int = 1, builds: Path | None = None,
                    engines: dict[str, str] | None = None):
-    """`lm` (a SmolLM2 or a Gemma3) with its exact path through `engine` (default:
-    APPROX_LLM_ENGINE; None there: `lm` itself, eager torch) and its precision values through
-    `engines` (default `precision_engines()`)."""
-    engine = engine or eng.engine_from_env()
+    """`lm` (a SmolLM2 or a Gemma3) with its exact path through `engine` (default: the run
+    settings' engine, `engine.chosen_engine`; None there: `lm` itself, eager torch) and its
+    precision values through `engines` (default `precision_engines()`). The machine's choice
+    (the probe's) is `policy.exact_path`'s."""
+    engine = engine or eng.chosen_engine()
     if engine is None:
         return lm
     return EngineSmolLM2.through(lm, engine, threads, builds, engines)  # EngineGemma3 for a Gemma3
