@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from frontends.components.machine import DECISIVE_FLAGS, cpu_model_and_flags
+from frontends.components.machine import DECISIVE_FLAGS, cpu_model_and_flags, isa_caps
 
 QUIET_SHARE = 0.05  # other processes' share of the machine's CPU time under which a run counts as quiet
 
@@ -27,14 +27,17 @@ def describe_machine(device: str = "cpu", threads: int = 1) -> str:
     when `device` is cuda; the library versions that decide kernel choice."""
     model, flags = cpu_model_and_flags()
     have = ", ".join(flags) if flags else "none of " + ", ".join(DECISIVE_FLAGS)
-    parts = [f"{model} ({have}), {os.cpu_count()} cores"]
+    caps = isa_caps()  # an older CPU emulated: the figures are of the caps, said so
+    emulated = f", emulated by {' '.join(f'{k}={v}' for k, v in caps.items())}" if caps else ""
+    parts = [f"{model} ({have}{emulated}), {os.cpu_count()} cores"]
     try:
         import torch
 
         if device.startswith("cuda") and torch.cuda.is_available():
             parts.insert(0, f"GPU {torch.cuda.get_device_name(0)}")
-        parts.append(f"torch {torch.__version__}" + ("" if device.startswith("cuda") else f" on {threads} thread"
-                                                     + ("s" if threads != 1 else "")))
+        parts.append(f"torch {torch.__version__}" + ("" if device.startswith("cuda") else
+                                                     f" ({torch.backends.cpu.get_cpu_capability()} kernels) on "
+                                                     f"{threads} thread" + ("s" if threads != 1 else "")))
     except ImportError:
         pass
     parts.append(f"{platform.system()} {platform.release()}, Python {platform.python_version()}")

@@ -278,3 +278,27 @@ def test_the_probes_own_clock_tells_work_a_hundred_times_cheaper():
 
     assert paying_values("m.precision", run, ("half",), log=None) == ["half"]
     assert calls.count("half") == 3
+
+
+@pytest.mark.parametrize("env, gone", [({"ONEDNN_MAX_CPU_ISA": "AVX2"}, {"avx512f", "avx512_bf16", "avx_vnni", "amx_bf16"}),
+                                       ({"ATEN_CPU_CAPABILITY": "avx2"}, {"avx512f", "avx512_bf16", "amx_bf16"}),
+                                       ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"}, {"avx512_bf16", "amx_bf16"})])
+def test_an_isa_cap_in_the_environment_is_a_cpu_without_the_instructions_above_it(env, gone, monkeypatch, tmp_path):
+    """Emulating an older CPU (ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY): the flags above the cap
+    decide nothing (bfloat16 is left out by them, untimed), and the probe's machine key names the
+    cap, so an emulated machine's figures never stand for the real one's."""
+    from frontends.components import machine
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("model name\t: A CPU\nflags\t\t: avx2 fma avx512f avx512_vnni avx512_bf16 avx_vnni amx_bf16\n")
+    real_path = machine.Path
+    monkeypatch.setattr(machine, "Path", lambda p: cpuinfo if p == "/proc/cpuinfo" else real_path(p))
+    for name in machine.ISA_CAPS:
+        monkeypatch.delenv(name, raising=False)
+    native_key = machine.machine_key()
+    assert set(machine.cpu_model_and_flags()[1]) >= gone
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    flags = set(machine.cpu_model_and_flags()[1])
+    assert not flags & gone and {"avx2", "fma"} <= flags
+    assert machine.machine_key() != native_key and all(f"{k}={v}" in machine.machine_key() for k, v in env.items())

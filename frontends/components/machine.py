@@ -40,8 +40,40 @@ HOPELESS = 0.25  # a value whose first run is 4x slower than the exact one is no
 PROBE_FILE = "knob_probe.json"
 
 
+# Emulating an older CPU on this one: the libraries' own ISA caps, and the decisive flags above each cap.
+# ATEN_CPU_CAPABILITY caps torch's own vector kernels, ONEDNN_MAX_CPU_ISA oneDNN's (torch's bf16 / int8
+# matrix products, OpenVINO's CPU plugin); ONNX Runtime's MLAS kernels follow cpuid alone (not capped).
+# Measured on an AVX-512 bf16 EPYC: ONEDNN_MAX_CPU_ISA=AVX2 makes a bf16 matrix product 300x slower
+# (a reference kernel), far beyond a real AVX2-only CPU's 0.26-0.32x, so bf16 is left out by its flags,
+# untimed, as on such a CPU; float32 products ran as fast as without the cap.
+ABOVE_AVX2 = ("avx512", "amx", "avx_vnni")
+ISA_CAPS = {  # variable -> its value (upper case) -> the decisive flags' prefixes above that cap
+    "ATEN_CPU_CAPABILITY": {"DEFAULT": ("avx2", "fma", *ABOVE_AVX2), "AVX2": ("avx512", "amx")},
+    "ONEDNN_MAX_CPU_ISA": {"SSE41": ("avx2", "fma", *ABOVE_AVX2), "AVX": ("avx2", "fma", *ABOVE_AVX2),
+                           "AVX2": ABOVE_AVX2, "AVX2_VNNI": ("avx512", "amx"), "AVX2_VNNI_2": ("avx512", "amx"),
+                           "AVX512_CORE": ("avx512_vnni", "avx512_bf16", "avx512_fp16", "amx"),
+                           "AVX512_CORE_VNNI": ("avx512_bf16", "avx512_fp16", "amx"),
+                           "AVX512_CORE_BF16": ("avx512_fp16", "amx"), "AVX512_CORE_FP16": ("amx",)},
+}
+
+
+def isa_caps() -> dict[str, str]:
+    """The ISA caps set in this process's environment (ISA_CAPS' variables), as set."""
+    return {name: os.environ[name] for name in ISA_CAPS if os.environ.get(name)}
+
+
+def _capped(flags: set[str]) -> set[str]:
+    """`flags` less those above an ISA cap of the environment (an AVX2 cap: avx512*, amx*,
+    avx_vnni), so the decisions are those of a CPU without them."""
+    for name, value in isa_caps().items():
+        above = ISA_CAPS[name].get(value.upper(), ())
+        flags = {f for f in flags if not f.startswith(above)} if above else flags
+    return flags
+
+
 def cpu_model_and_flags() -> tuple[str, list[str]]:
-    """(the CPU's model name, the decisive flags it has), from /proc/cpuinfo where there is one."""
+    """(the CPU's model name, the decisive flags it has), from /proc/cpuinfo where there is one,
+    less those above an ISA cap of the environment (`isa_caps`: emulating an older CPU)."""
     model, flags = platform.processor() or platform.machine(), set[str]()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -52,6 +84,7 @@ def cpu_model_and_flags() -> tuple[str, list[str]]:
                 flags = set(value.split())
     except OSError:
         pass
+    flags = _capped(flags)
     return model, [f for f in DECISIVE_FLAGS if f in flags]
 
 
@@ -67,7 +100,8 @@ def machine_key(device: str = "cpu") -> str:
     import torch
 
     model, flags = cpu_model_and_flags()
-    key = f"{model} [{' '.join(flags)}] torch {torch.__version__}"
+    caps = "".join(f", {k}={v}" for k, v in isa_caps().items())  # an emulated CPU is a machine of its own
+    key = f"{model} [{' '.join(flags)}{caps}] torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()})"
     if device.startswith("cuda"):
         return f"{torch.cuda.get_device_name(device)} ({key})"
     return f"{key}, one thread, builds untimed"
