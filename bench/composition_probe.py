@@ -1,0 +1,135 @@
+"""Which composition of the RAG answer models answers best: the MiniLM reader, Gemma 3 270M,
+or Gemma choosing between its own answer and the reader's span by how likely it finds
+each (a verifier: one extra pass over the candidates' few tokens, the prompt's KV cache
+shared). Per question it records both answers, the reader's confidence and Gemma's
+log-probability of each candidate given the prompt (teacher-forced, `<end_of_turn>`
+included), so any rule over them can be fitted on the tuning questions and replayed on
+the held-out ones (`--rules`).
+
+    python bench/composition_probe.py --n-tune 100 --n-eval 200 --jsonl bench/composition_probe.jsonl
+    python bench/composition_probe.py --rules bench/composition_probe.jsonl
+
+Questions: `examples.systems.common.question_sets` (tuning and held-out articles disjoint,
+neither among Gemma's training articles); passages: the RAG-BM25 system's top 3 of all
+SQuAD dev paragraphs; QoS: containment of a gold answer (`autotuner.metrics.containment`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def candidate_logps(lm, prompt_ids, cache, text: str) -> tuple[float, int]:
+    """(sum of log-probabilities, tokens) of `text` + `<end_of_turn>` after the prompt whose
+    last logits and KV cache are given."""
+    import torch
+
+    last_logits, past = cache
+    ids = lm.tokenizer(text + "<end_of_turn>", add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        out = lm.model(input_ids=ids, past_key_values=copy.deepcopy(past), use_cache=True)
+    logits = torch.cat([last_logits[None], out.logits[0, :-1]], 0).float()
+    logp = torch.log_softmax(logits, -1).gather(1, ids[0][:, None])[:, 0]
+    return float(logp.sum()), int(ids.shape[1])
+
+
+def probe(args) -> None:
+    import torch
+
+    from autotuner.metrics import containment
+    from examples import squad
+    from examples.systems.common import GEMMA_ADAPTER, one_thread, question_sets, readers
+    from frontends.components.llm.base import build_prompt
+    from frontends.components.llm.gemma import Gemma3
+    from frontends.components.llm.smollm import first_line
+    from frontends.components.retrieval import Bm25Retriever
+
+    one_thread()
+    corpus = tuple(squad.paragraphs())
+    search = Bm25Retriever(corpus, top_k=3).build({})
+    reader = readers()[1]
+    lm = Gemma3.load(GEMMA_ADAPTER)
+    (tq, ta), (eq, ea) = question_sets(args.n_tune, args.seed, args.n_eval)
+    items = [("tune", q, a) for q, a in zip(tq, ta)] + [("eval", q, a) for q, a in zip(eq, ea)]
+    done = set()
+    out = Path(args.jsonl)
+    if out.exists():
+        done = {json.loads(line)["question"] for line in out.read_text().splitlines() if line.strip()}
+    start = time.monotonic()
+    with out.open("a") as f:
+        for i, (split, q, gold) in enumerate(items):
+            if q in done:
+                continue
+            passages = [corpus[j] for j in search(q).ids]
+            r = reader.answer(q, passages)
+            new, logps, _ = lm.generate(q, passages, 16)
+            g_text = first_line(lm.tokenizer.decode(new, skip_special_tokens=True))
+            ids = lm.tokenizer(lm.turn(build_prompt(q, passages)), add_special_tokens=False,
+                               return_tensors="pt")["input_ids"]
+            with torch.inference_mode():
+                pre = lm.model(input_ids=ids, use_cache=True)
+            cache = (pre.logits[0, -1], pre.past_key_values)
+            lr, nr = candidate_logps(lm, ids, cache, r.text)
+            lg, ng = candidate_logps(lm, ids, cache, g_text)
+            row = {"split": split, "question": q, "gold": list(gold), "reader": r.text, "reader_conf": r.confidence,
+                   "gemma": g_text, "gemma_conf": float(sum(logps)), "lp_reader": lr, "n_reader": nr,
+                   "lp_gemma": lg, "n_gemma": ng, "reader_ok": containment(r.text, gold),
+                   "gemma_ok": containment(g_text, gold)}
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            print(f"{i + 1}/{len(items)} {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+
+
+def rules(path: Path) -> None:
+    """Each rule's containment on tuning and held out; the rule's threshold fitted on tuning."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    tune = [r for r in rows if r["split"] == "tune"]
+    held = [r for r in rows if r["split"] == "eval"]
+
+    def acc(rs, pick) -> float:
+        return sum(r["reader_ok"] if pick(r) else r["gemma_ok"] for r in rs) / max(len(rs), 1)
+
+    def mean_lp(r, who):
+        return r[f"lp_{who}"] / r[f"n_{who}"]
+
+    family = {
+        "verifier sum (reader when lp_reader - lp_gemma > t)": lambda t: lambda r: r["lp_reader"] - r["lp_gemma"] > t,
+        "verifier mean (per token)": lambda t: lambda r: mean_lp(r, "reader") - mean_lp(r, "gemma") > t,
+        "cascade (reader when its confidence > t)": lambda t: lambda r: r["reader_conf"] > t,
+    }
+    grid = [x / 10 for x in range(-80, 81)] + [x / 100 for x in range(0, 101)]
+    print(f"{len(tune)} tuning, {len(held)} held out")
+    print(f"reader alone: tune {acc(tune, lambda r: True):.3f} held {acc(held, lambda r: True):.3f}")
+    print(f"gemma alone:  tune {acc(tune, lambda r: False):.3f} held {acc(held, lambda r: False):.3f}")
+    either = lambda rs: sum(max(r["reader_ok"], r["gemma_ok"]) for r in rs) / max(len(rs), 1)  # noqa: E731
+    print(f"either right: tune {either(tune):.3f} held {either(held):.3f}")
+    for name, make in family.items():
+        best = max(grid, key=lambda t: (acc(tune, make(t)), -abs(t)))
+        print(f"{name}: t={best} tune {acc(tune, make(best)):.3f} held {acc(held, make(best)):.3f}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n-tune", type=int, default=100)
+    ap.add_argument("--n-eval", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jsonl", default=str(ROOT / "bench" / "composition_probe.jsonl"))
+    ap.add_argument("--rules", type=Path, help="fit and replay the rules on a probe's records")
+    args = ap.parse_args(argv)
+    if args.rules:
+        rules(args.rules)
+    else:
+        probe(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
