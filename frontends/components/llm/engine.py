@@ -33,6 +33,7 @@ import copy
 import hashlib
 import io
 import json
+import logging
 import os
 import runpy
 import shutil
@@ -232,6 +233,9 @@ def _run_builder(args: list[str]) -> None:
 
     log, argv, offline = io.StringIO(), sys.argv, hub.HF_HUB_OFFLINE
     sys.argv, hub.HF_HUB_OFFLINE = ["onnxruntime_genai.models.builder", *args], True  # as HF_HUB_OFFLINE=1 does
+    # ONNX Runtime's int4 quantiser logs every node at INFO through a root handler of its own: kept back too
+    quantiser, level = logging.getLogger("onnxruntime"), logging.getLogger("onnxruntime").level
+    quantiser.setLevel(logging.WARNING)
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__", alter_sys=False)
@@ -243,6 +247,7 @@ def _run_builder(args: list[str]) -> None:
         raise ApproxError(f"onnxruntime-genai's builder failed: {type(err).__name__}: {said}", where="engine") from None
     finally:
         sys.argv, hub.HF_HUB_OFFLINE = argv, offline
+        quantiser.setLevel(level)
 
 
 def set_threads(folder: Path, threads: int) -> None:
