@@ -280,9 +280,10 @@ def test_the_probes_own_clock_tells_work_a_hundred_times_cheaper():
     assert calls.count("half") == 3
 
 
-@pytest.mark.parametrize("env, gone", [({"ONEDNN_MAX_CPU_ISA": "AVX2"}, {"avx512f", "avx512_bf16", "avx_vnni", "amx_bf16"}),
-                                       ({"ATEN_CPU_CAPABILITY": "avx2"}, {"avx512f", "avx512_bf16", "amx_bf16"}),
-                                       ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"}, {"avx512_bf16", "amx_bf16"})])
+@pytest.mark.parametrize("env, gone", [
+    ({"ONEDNN_MAX_CPU_ISA": "AVX2"}, {"avx512f", "avx512_bf16", "avx_vnni", "amx_bf16"}),
+    ({"ATEN_CPU_CAPABILITY": "avx2"}, {"avx512f", "avx512_bf16", "amx_bf16"}),
+    ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"}, {"avx512_bf16", "amx_bf16"})])
 def test_an_isa_cap_in_the_environment_is_a_cpu_without_the_instructions_above_it(env, gone, monkeypatch, tmp_path):
     """Emulating an older CPU (ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY): the flags above the cap
     decide nothing (bfloat16 is left out by them, untimed), and the probe's machine key names the
