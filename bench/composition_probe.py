@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def candidate_logps(lm, prompt_ids, cache, text: str) -> tuple[float, int]:
+def candidate_logps(lm, cache, text: str) -> tuple[float, int]:
     """(sum of log-probabilities, tokens) of `text` + `<end_of_turn>` after the prompt whose
     last logits and KV cache are given."""
     import torch
@@ -77,8 +77,8 @@ def probe(args) -> None:
             with torch.inference_mode():
                 pre = lm.model(input_ids=ids, use_cache=True)
             cache = (pre.logits[0, -1], pre.past_key_values)
-            lr, nr = candidate_logps(lm, ids, cache, r.text)
-            lg, ng = candidate_logps(lm, ids, cache, g_text)
+            lr, nr = candidate_logps(lm, cache, r.text)
+            lg, ng = candidate_logps(lm, cache, g_text)
             row = {"split": split, "question": q, "gold": list(gold), "reader": r.text, "reader_conf": r.confidence,
                    "gemma": g_text, "gemma_conf": float(sum(logps)), "lp_reader": lr, "n_reader": nr,
                    "lp_gemma": lg, "n_gemma": ng, "reader_ok": containment(r.text, gold),

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.readme_table import between, splice  # noqa: E402
+
 PAGE = ROOT / "docs" / "components.md"
 BEGIN = "<!-- engine table: made by bench/engine_table.py from bench/*engine_probe*.json, do not edit -->"
 END = "<!-- end of the engine table -->"
@@ -73,32 +76,23 @@ def table() -> str:
     return "\n".join([head, rule, *(line_of(p) for p in probes())])
 
 
-def rewrite(text: str, new_table: str) -> str:
-    """`text` with the table between the markers replaced (one line 'BEGIN\\nEND' must be there)."""
-    pattern = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{PAGE.relative_to(ROOT)}: no '{BEGIN}' ... '{END}' markers")
-    return pattern.sub(lambda _: f"{BEGIN}\n{new_table}\n{END}", text)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     group = ap.add_mutually_exclusive_group()
     group.add_argument("--print", action="store_true", help="print the table")
     group.add_argument("--check", action="store_true", help="exit 1 when the page's table differs")
     args = ap.parse_args(argv)
-    new = table()
+    made, page = table() + "\n", PAGE.relative_to(ROOT)
     if args.print:
-        print(new)
+        print(made, end="")
         return 0
     text = PAGE.read_text()
-    updated = rewrite(text, new)
     if args.check:
-        if updated != text:
-            print(f"{PAGE.relative_to(ROOT)}: the engine table differs from bench/engine_table.py's; run it")
+        if between(text, BEGIN, END, str(page)) != made:
+            print(f"{page}: the engine table differs from bench/engine_table.py's; run it")
             return 1
         return 0
-    PAGE.write_text(updated)
+    PAGE.write_text(splice(text, made, BEGIN, END, str(page)))
     return 0
 
 

@@ -103,18 +103,18 @@ def table(data: dict) -> str:
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
-def between(readme: str) -> str:
-    """The text between the README's markers."""
-    if readme.count(BEGIN) != 1 or readme.count(END) != 1:
-        raise ValueError(f"README.md needs the markers {BEGIN!r} and {END!r} once each")
-    return readme.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+def between(readme: str, begin: str = BEGIN, end: str = END, page: str = "README.md") -> str:
+    """The text between the markers `begin` and `end` of `page` (by default the README's)."""
+    if readme.count(begin) != 1 or readme.count(end) != 1:
+        raise ValueError(f"{page} needs the markers {begin!r} and {end!r} once each")
+    return readme.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
 
 
-def splice(readme: str, made: str) -> str:
-    """`readme` with `made` between its markers."""
-    between(readme)
-    head, rest = readme.split(BEGIN, 1)
-    return f"{head}{BEGIN}\n{made}{END}{rest.split(END, 1)[1]}"
+def splice(readme: str, made: str, begin: str = BEGIN, end: str = END, page: str = "README.md") -> str:
+    """`readme` with `made` between its markers (`between`'s)."""
+    between(readme, begin, end, page)
+    head, rest = readme.split(begin, 1)
+    return f"{head}{begin}\n{made}{end}{rest.split(end, 1)[1]}"
 
 
 def main() -> int:

@@ -66,8 +66,8 @@ def _capped(flags: set[str]) -> set[str]:
     """`flags` less those above an ISA cap of the environment (an AVX2 cap: avx512*, amx*,
     avx_vnni), so the decisions are those of a CPU without them."""
     for name, value in isa_caps().items():
-        above = ISA_CAPS[name].get(value.upper(), ())
-        flags = {f for f in flags if not f.startswith(above)} if above else flags
+        above = ISA_CAPS[name].get(value.upper(), ())  # an unknown value caps nothing
+        flags = {f for f in flags if not f.startswith(above)}
     return flags
 
 

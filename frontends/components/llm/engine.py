@@ -234,7 +234,8 @@ def _run_builder(args: list[str]) -> None:
     log, argv, offline = io.StringIO(), sys.argv, hub.HF_HUB_OFFLINE
     sys.argv, hub.HF_HUB_OFFLINE = ["onnxruntime_genai.models.builder", *args], True  # as HF_HUB_OFFLINE=1 does
     # ONNX Runtime's int4 quantiser logs every node at INFO through a root handler of its own: kept back too
-    quantiser, level = logging.getLogger("onnxruntime"), logging.getLogger("onnxruntime").level
+    quantiser = logging.getLogger("onnxruntime")
+    level = quantiser.level
     quantiser.setLevel(logging.WARNING)
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
