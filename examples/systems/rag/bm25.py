@@ -14,7 +14,7 @@ Knobs (all exact at 0):
   bm25.docs        param: the scoring kernel's corpus subsetting (loop_perforate k: every k-th document)
   answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
                    context_chars, sentences, precision (bfloat16, float16); with the LLM
-                   (`rag.program.llm_answer_models`): cascade pro reader -> Gemma 3,
+                   (`rag.program.llm_answer_models`): cascade pro reader -> Gemma 3 verifying its span,
                    max_new_tokens, passages, context_chars, sentences, precision
   prompt           (LLM) the answer op's prompt budgets per question (context_tokens,
                    compress_tokens decided together), a ladder on the same margin

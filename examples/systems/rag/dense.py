@@ -17,7 +17,7 @@ Knobs (all exact at 0):
   dense.precision  precision_reduce: the kernel's dot product in f32 or f16 (f64 exact)
   answer.*         the answer op: cascade fast -> pro (`model`), max_new_tokens, passages,
                    context_chars, sentences, precision (bfloat16, float16); with the LLM
-                   (`rag.program.llm_answer_models`): cascade pro reader -> Gemma 3,
+                   (`rag.program.llm_answer_models`): cascade pro reader -> Gemma 3 verifying its span,
                    max_new_tokens, passages, context_chars, sentences, precision
   prompt           (LLM) the answer op's prompt budgets per question (context_tokens,
                    compress_tokens decided together), a ladder on the same margin

@@ -24,9 +24,10 @@ into the module too, so their component ops take the same knobs:
   1 the answer model on the top passage only
   2 the cheap model on every retrieved passage
   3 the cheap model on the top passage only
+  4 (the LLM) the answer model without its verifier, on every retrieved passage
 The answer model is the pro extractive reader (cheap model: the fast reader,
-`answer_models`) or the fine-tuned Gemma 3 270M (cheap model: the pro reader,
-`llm_answer_models`).
+`answer_models`) or the fine-tuned Gemma 3 270M verifying the pro reader's span (cheap
+model: the pro reader, `llm_answer_models`).
 `RagSystem` is its Program (`program.SystemProgram`) with what the tuning scripts
 need besides (exact answers, the retrieval stages' share of the time, the decision's
 states)."""
@@ -41,6 +42,7 @@ from examples.systems.program import SystemProgram
 from frontends import DecisionTree, Knob
 from frontends.components.declare import Generate, Tune
 from frontends.components.llm.policy import paying_precisions
+from frontends.components.llm.verifier import Verified
 
 TOP_K = 3  # passages the exact program reads
 CASCADE_THRESHOLDS = (0.2, 0.1, 0.05)  # reader confidence (p_start * p_end) accepting the fast answer
@@ -62,12 +64,14 @@ def answer_models(fast, pro) -> tuple[Generate, Generate]:
     return Generate("answer", pro, tune=tune), Generate("answer", fast, tune=tune)
 
 
-def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
+def llm_answer_models(reader, llm) -> tuple[Generate, Generate, Generate]:
     """The generative answer component (the exact program: `llm` in float32 with all
-    its layers, every retrieved passage in full, LLM_TOKENS new tokens; a cascade from
-    the extractive `reader` when `answer.model` > 0) and the reader as its cheap twin
-    for the cheap variants. Each value is a step in cost and quality (measured on
-    tuning questions, one thread): the prefill of ~500 prompt tokens is most of the
+    its layers, every retrieved passage in full, LLM_TOKENS new tokens, verifying the
+    `reader`'s span (`verifier.Verified`: more accurate than either alone); a cascade from
+    the reader when `answer.model` > 0), the reader as its cheap twin for the cheap
+    variants and `llm` alone (no verifier) for the variant that skips the verifier. Each
+    value is a step in cost and quality (measured on tuning questions, one thread): the
+    prefill of ~500 prompt tokens is most of the
     time on a CPU, so the context values (keeping 31-79 % of the passages' characters)
     cut most; the model answers in ~4-8 tokens, so 4 and 2 new tokens cut long answers
     for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x (trained exits, docs/components.md); a
@@ -87,7 +91,8 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate]:
              Tune.param("compress_tokens", *COMPRESS_TOKENS, decided=True)]
     # early exits only where the model's adapters trained them (an untrained cut answers junk)
     tune = [t for t in tune if t.parameter not in ("layers", "token_exit") or t.parameter in llm.supports]
-    return Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune), Generate("answer", reader, tune=tune)
+    return (Generate("answer", Verified(llm, reader), max_new_tokens=LLM_TOKENS, tune=tune),
+            Generate("answer", reader, tune=tune), Generate("answer", llm, max_new_tokens=LLM_TOKENS, tune=tune))
 
 
 def llm_precisions(llm) -> list[str]:
@@ -99,10 +104,10 @@ def llm_precisions(llm) -> list[str]:
 
 
 def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fast: Generate,
-                state: Callable, thresholds: Sequence[int], upper: int):
+                state: Callable, thresholds: Sequence[int], upper: int, alone: Generate | None = None):
     """The decorated pipeline (see the module docstring); `state(hits) -> int` is the
     answer step's decision state, `thresholds` its ladder (and the prompt's, when the
-    answer op has decided knobs)."""
+    answer op has decided knobs); `alone`: the answer model without its verifier (variant 4)."""
     decided = [t for t in answer.tune if t.decided]
 
     budgets = DecisionTree(state, [1], list(thresholds), [0] * (len(thresholds) + 1), "param",
@@ -123,7 +128,10 @@ def rag_program(name: str, corpus: Sequence[str], retrieve, answer: Generate, fa
     def read_fast_top(question, hits, passages):
         return fast(question, passages[:1]).text
 
-    variants = {1: read_top, 2: read_fast, 3: read_fast_top}
+    def read_alone(question, hits, passages):
+        return alone(question, passages).text
+
+    variants = {1: read_top, 2: read_fast, 3: read_fast_top} | ({4: read_alone} if alone is not None else {})
 
     @Knob(decision_tree=DecisionTree(state, [1], list(thresholds), [0] * (len(thresholds) + 1), "func_substitute",
                                      approx_kernels=variants, thresholds_lower=[0], thresholds_upper=[upper]))
@@ -155,9 +163,9 @@ def rag_system(name: str, corpus: Sequence[str] | None, retrieval: Callable, sta
     corpus = tuple(corpus or squad.paragraphs())
     retriever, retrieve, keep = retrieval(corpus)
     name = f"{name}_llm" if llm else name
-    answer, cheap = llm_answer_models(readers()[1], gemma()) if llm else answer_models(*readers())
-    program = rag_program(name, corpus, retrieve, answer, cheap, state, thresholds, upper)
-    reuse = [answer.provider, cheap.provider, *keep] if reuse_answers(llm) else ()
+    answer, cheap, *alone = llm_answer_models(readers()[1], gemma()) if llm else answer_models(*readers())
+    program = rag_program(name, corpus, retrieve, answer, cheap, state, thresholds, upper, *alone)
+    reuse = [answer.provider, cheap.provider, *(a.provider for a in alone), *keep] if reuse_answers(llm) else ()
     return RagSystem(name, program, corpus, retriever.build({}), state, stage_knobs=stage_knobs,
                      model=answer_model_name(llm), reuse=reuse)
 

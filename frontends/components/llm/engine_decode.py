@@ -9,7 +9,11 @@ CPU: OpenVINO's int8 prefill (int8 weights, activations quantised on the fly) ra
 onnxruntime-genai's float32 on the probe's RAG prompts here, where onnxruntime's own int8
 prefill ran 1.06x; but each new token, a read of every weight, took OpenVINO ~18 ms and
 onnxruntime's int8 matrix-vector kernel ~8-11 ms (`bench/engine_probe.py`). The prompt's
-key/value cache moves from one to the other once per call."""
+key/value cache moves from one to the other once per call.
+
+Each decoder also scores continuations (`scored`): the log-probability of each token of
+each given continuation after the same prompt, read once (a verifier's candidates), its
+cache rewound to the prompt's end between them."""
 
 from __future__ import annotations
 
@@ -56,6 +60,17 @@ def greedy(logits, advance, n: int, stop) -> tuple[list[int], list[float]]:
     return tokens, logps
 
 
+def teacher_forced(logits, advance, continuation) -> list[float]:
+    """The log-probability of each token of `continuation` (ids) after the prompt whose
+    `logits` are given; `advance(token, fed)` as for `greedy`."""
+    logps: list[float] = []
+    for i, token in enumerate(continuation):
+        logps.append(log_softmax_at(logits, token))
+        if i + 1 < len(continuation):
+            logits = advance(token, i + 1)
+    return logps
+
+
 class OrtGreedy:
     """Greedy decoding of an onnxruntime-genai build: `(ids, n, stop)` -> (tokens, log-probs)."""
 
@@ -68,24 +83,39 @@ class OrtGreedy:
         self.window = json.loads((self.folder / "genai_config.json").read_text())["model"]["context_length"]
 
     def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
+        return self.scored(ids, n, stop, ())[:2]
+
+    def scored(self, ids, n: int, stop, continuations) -> tuple[list[int], list[float], list[list[float]]]:
+        """(greedy tokens, their log-probabilities, each continuation's token log-probabilities)."""
         og = self.og
         ids = np.asarray(ids, dtype=np.int32).reshape(1, -1)
+        longest = max([n, *(len(c) for c in continuations)])
         params = og.GeneratorParams(self.model)
-        params.set_search_options(max_length=int(ids.shape[1] + n), do_sample=False, num_beams=1,
+        params.set_search_options(max_length=int(ids.shape[1] + longest), do_sample=False, num_beams=1,
                                   repetition_penalty=1.0, min_length=0)
         gen = og.Generator(self.model, params)
         gen.append_tokens(ids)
+        first = gen.get_logits().copy()  # those the first token is chosen on
         tokens: list[int] = []
         logps: list[float] = []
         while len(tokens) < n and not gen.is_done():
-            logits = gen.get_logits()  # those the next token is chosen on
+            logits = gen.get_logits()
             gen.generate_next_token()
             token = int(gen.get_next_tokens()[0])
             logps.append(log_softmax_at(logits, token))
             tokens.append(token)
             if stop(tokens):
                 break
-        return tokens, logps
+
+        def advance(token: int, fed: int):
+            gen.append_tokens(np.array([[token]], dtype=np.int32))
+            return gen.get_logits()
+
+        scores = []
+        for continuation in continuations:
+            gen.rewind_to(int(ids.shape[1]))
+            scores.append(teacher_forced(first, advance, continuation))
+        return tokens, logps, scores
 
 
 def openvino_graph(onnx: Path):
@@ -143,9 +173,24 @@ class OvGreedy:
         return out[self.logits][0, -1]
 
     def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
+        return self.scored(ids, n, stop, ())[:2]
+
+    def scored(self, ids, n: int, stop, continuations) -> tuple[list[int], list[float], list[list[float]]]:
+        """`OrtGreedy.scored`: the prompt's cache kept and put back before each continuation."""
         length = len(ids)
-        return greedy(self.prompt(ids), lambda token, fed: self.step(np.array([[token]], dtype=np.int64),
-                                                                     length + fed), n, stop)
+        logits = self.prompt(ids)
+        kept = [(state, state.state.data.copy()) for state in self.request.query_state()] if continuations else []
+
+        def advance(token: int, fed: int) -> np.ndarray:
+            return self.step(np.array([[token]], dtype=np.int64), length + fed)
+
+        tokens, logps = greedy(logits, advance, n, stop)
+        scores = []
+        for continuation in continuations:
+            for state, data in kept:
+                state.state = self.ov.Tensor(data.copy())
+            scores.append(teacher_forced(logits, advance, continuation))
+        return tokens, logps, scores
 
 
 class OvOrtGreedy(OvGreedy):
@@ -180,8 +225,16 @@ class OvOrtGreedy(OvGreedy):
             buffers[name] = self.ort.OrtValue.ortvalue_from_numpy(buffer)
         return buffers
 
-    def __call__(self, ids, n: int, stop) -> tuple[list[int], list[float]]:
+    def scored(self, ids, n: int, stop, continuations) -> tuple[list[int], list[float], list[list[float]]]:
+        """`OrtGreedy.scored`: each continuation from the prompt's cache in OpenVINO's request
+        (onnxruntime's decoding leaves it as the prompt made it)."""
         logits, length = self.prompt(ids), len(ids)
+        tokens, logps = greedy(logits, self.advance(length, n), n, stop)
+        return tokens, logps, [teacher_forced(logits, self.advance(length, len(c)), c) for c in continuations]
+
+    def advance(self, length: int, room: int):
+        """`advance(token, fed)` for new tokens after the prompt of `length` through onnxruntime,
+        the prompt's cache bound once, on the first token fed, with `room` more positions."""
         binding = None
 
         def advance(token: int, fed: int) -> np.ndarray:
@@ -189,7 +242,7 @@ class OvOrtGreedy(OvGreedy):
             if binding is None:  # bound once per call, on the first new token fed
                 binding = self.session.io_binding()
                 binding.bind_output("logits", "cpu")  # first: get_outputs() lists the outputs as bound
-                for name, value in self.cache(n).items():
+                for name, value in self.cache(room).items():
                     binding.bind_ortvalue_input(name, value)
                     binding.bind_ortvalue_output(name.replace(PAST, PRESENT), value)
             binding.bind_cpu_input("input_ids", np.array([[token]], dtype=np.int64))
@@ -197,4 +250,4 @@ class OvOrtGreedy(OvGreedy):
             self.session.run_with_iobinding(binding)
             return binding.get_outputs()[0].numpy()[0, -1]
 
-        return greedy(logits, advance, n, stop)
+        return advance

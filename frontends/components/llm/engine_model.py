@@ -164,14 +164,23 @@ class EngineSmolLM2(SmolLM2):
                       **options):
         if not self._engine_runs(options):
             return super().generate_turn(content, max_new_tokens, stop_at_line_end, **options)
+        tokens, logps, prompt, _ = self.generate_scored(content, (), max_new_tokens, stop_at_line_end)
+        return tokens, logps, prompt
+
+    @torch.inference_mode()
+    def generate_scored(self, content: str, continuations, max_new_tokens: int | None = None,
+                        stop_at_line_end: bool = True, **options):
+        if not self._engine_runs(options):
+            return super().generate_scored(content, continuations, max_new_tokens, stop_at_line_end, **options)
         n = max_new_tokens or self.max_new_tokens
         ids = self.tokenizer(self.turn(content), add_special_tokens=False)["input_ids"]
         window = min(self._root().__dict__["model"].config.max_position_embeddings, self.decoder.window)
-        if len(ids) + n > window:
-            raise ApproxError(f"prompt of {len(ids)} tokens + {n} new tokens exceeds the context window "
+        room = max([n, *(len(c) for c in continuations)])
+        if len(ids) + room > window:
+            raise ApproxError(f"prompt of {len(ids)} tokens + {room} new tokens exceeds the context window "
                               f"of {window}", where=self.name)
-        tokens, logps = self.decoder(ids, n, self.stop_rule(stop_at_line_end))
-        return tokens, logps, len(ids)
+        tokens, logps, scores = self.decoder.scored(ids, n, self.stop_rule(stop_at_line_end), continuations)
+        return tokens, logps, len(ids), scores
 
 
 class EngineGemma3(EngineSmolLM2, Gemma3):

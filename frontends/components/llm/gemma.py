@@ -60,6 +60,7 @@ class Gemma3(SmolLM2):
     cut answers junk); its cheaper settings are tokens, contexts and precision."""
 
     supports = SmolLM2.supports - {"layers", "token_exit"}
+    turn_end = "<end_of_turn>"
     compiled_decode = False  # CUDA: transformers' generate (the static-cache decode is unchecked on its sliding window)
     missing = {"int4": "int4 runs only through an inference engine build; torch has no int4 Gemma 3"}
 

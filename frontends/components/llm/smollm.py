@@ -146,6 +146,7 @@ class SmolLM2(Variants, AnswerModel):
     compiled_decode = True  # on CUDA: decode with `gpu_decode` (False: transformers' eager generate, the reference)
     token_exit: int | None = None  # percent: a token's exit confidence threshold (None: every token from the top)
     adapted = 0  # linear maps whose LoRA adapters `load` folded into their weights
+    turn_end = "<|im_end|>"  # what ends the model's turn in its chat template
 
     def __init__(self, model, tokenizer, name: str = "smollm2", max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  exits: tuple[int, ...] = (), prompt=build_prompt):
@@ -254,29 +255,75 @@ class SmolLM2(Variants, AnswerModel):
     def generate_turn(self, content: str, max_new_tokens: int | None = None, stop_at_line_end: bool = True,
                       **options):
         """`generate` for the user turn `content` (a free prompt)."""
-        from transformers import GenerationConfig, StoppingCriteriaList
-
         n = max_new_tokens or self.max_new_tokens
-        enc = self.tokenizer(self.turn(content), return_tensors="pt", add_special_tokens=False)
-        ids, mask = enc["input_ids"].to(self.model.device), enc["attention_mask"].to(self.model.device)
-        window = self.model.config.max_position_embeddings
-        if ids.shape[1] + n > window:
-            raise ApproxError(f"prompt of {ids.shape[1]} tokens + {n} new tokens exceeds the context window "
-                              f"of {window}", where=self.name)
+        ids, mask = self.turn_ids(content, n)
         if self.token_exit is not None:
             out = greedy(self.model, ids, n, self.token_exit / 100, self.exits, self.stop_rule(stop_at_line_end),
                          processors=processors(self.model, options, ids.shape[1]))
             return out.tokens, out.logps, int(ids.shape[1])
         if self.model.device.type == "cuda" and self.compiled_decode:
             return (*self._compiled_generate(ids, n, stop_at_line_end, options), int(ids.shape[1]))
+        return (*self._eager_generate(ids, mask, n, stop_at_line_end, options), int(ids.shape[1]))
+
+    @torch.inference_mode()
+    def generate_scored(self, content: str, continuations, max_new_tokens: int | None = None,
+                        stop_at_line_end: bool = True, **options):
+        """`generate_turn`'s (tokens, log-probabilities, prompt tokens) and, for each of
+        `continuations` (token ids, `continuation_ids`), the log-probability of each of its
+        tokens after the prompt (teacher-forced): what a verifier compares. The prompt is read
+        once: its cache, but for its last token, serves the decoding and every continuation."""
+        n = max_new_tokens or self.max_new_tokens
+        ids, mask = self.turn_ids(content, max([n, *(len(c) for c in continuations)]))
+        if self.token_exit is not None or (self.model.device.type == "cuda" and self.compiled_decode):
+            tokens, logps, prompt = self.generate_turn(content, max_new_tokens, stop_at_line_end, **options)
+            cache = self.model(input_ids=ids[:, :-1], use_cache=True, logits_to_keep=1).cache
+            return tokens, logps, prompt, [self._teacher_forced(copy.deepcopy(cache), ids[:, -1:], c)
+                                           for c in continuations]
+        cache = self.model(input_ids=ids[:, :-1], use_cache=True, logits_to_keep=1).cache
+        scores = [self._teacher_forced(copy.deepcopy(cache), ids[:, -1:], c) for c in continuations]
+        tokens, logps = self._eager_generate(ids, mask, n, stop_at_line_end, options, past=cache)
+        return tokens, logps, int(ids.shape[1]), scores
+
+    def continuation_ids(self, text: str) -> list[int]:
+        """`text` as the model's answer, its turn's end included (what `generate_scored` scores)."""
+        return self.tokenizer(text + self.turn_end, add_special_tokens=False)["input_ids"]
+
+    def turn_ids(self, content: str, room: int):
+        """(ids, attention mask) of the turn `content`; an ApproxError where `room` more tokens
+        would not fit the context window."""
+        enc = self.tokenizer(self.turn(content), return_tensors="pt", add_special_tokens=False)
+        ids, mask = enc["input_ids"].to(self.model.device), enc["attention_mask"].to(self.model.device)
+        window = self.model.config.max_position_embeddings
+        if ids.shape[1] + room > window:
+            raise ApproxError(f"prompt of {ids.shape[1]} tokens + {room} new tokens exceeds the context window "
+                              f"of {window}", where=self.name)
+        return ids, mask
+
+    def _teacher_forced(self, cache, last, continuation) -> list[float]:
+        """The continuation's token log-probabilities after the prompt whose cache (all but its
+        `last` token) is given; the cache is consumed."""
+        if not continuation:
+            return []
+        fed = torch.cat([last, torch.tensor([continuation[:-1]], device=last.device, dtype=last.dtype)], 1)
+        logits = self.model(input_ids=fed, cache=cache, use_cache=True).logits[0].float()
+        picked = torch.tensor(continuation, device=logits.device)
+        return torch.log_softmax(logits, -1).gather(1, picked[:, None])[:, 0].tolist()
+
+    def _eager_generate(self, ids, mask, n: int, stop_at_line_end: bool, options: dict, past=None):
+        """transformers' greedy `generate` (from the cache `past` of all but the prompt's last
+        token, when given): (new tokens, their log-probabilities)."""
+        from transformers import GenerationConfig, StoppingCriteriaList
+
         config = GenerationConfig(max_new_tokens=n, do_sample=False, num_beams=1, use_cache=True,
                                   eos_token_id=self.eos, pad_token_id=self.eos[0],
                                   output_logits=True, return_dict_in_generate=True, **options)
         stops = StoppingCriteriaList([LineEnd(self.tokenizer, ids.shape[1])] if stop_at_line_end else [])
-        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config, stopping_criteria=stops)
+        extra = {} if past is None else {"cache": past}
+        out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
+                                  stopping_criteria=stops, **extra)
         new = out.sequences[0, ids.shape[1]:].tolist()
         logps = [float(torch.log_softmax(step[0].float(), -1)[t]) for step, t in zip(out.logits, new)]
-        return new, logps, int(ids.shape[1])
+        return new, logps
 
     def _compiled_generate(self, ids, n: int, stop_at_line_end: bool, options: dict):
         """On CUDA: the same greedy tokens by a static KV cache and a compiled decode step
