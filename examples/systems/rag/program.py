@@ -71,9 +71,8 @@ def llm_answer_models(reader, llm) -> tuple[Generate, Generate, Generate]:
     the reader when `answer.model` > 0), the reader as its cheap twin for the cheap
     variants and `llm` alone (no verifier) for the variant that skips the verifier. Each
     value is a step in cost and quality (measured on tuning questions, one thread): the
-    prefill of ~500 prompt tokens is most of the
-    time on a CPU, so the context values (keeping 31-79 % of the passages' characters)
-    cut most; the model answers in ~4-8 tokens, so 4 and 2 new tokens cut long answers
+    prefill of ~500 prompt tokens is most of the time on a CPU, so the context values
+    (keeping 31-79 % of the passages' characters) cut most; the model answers in ~4-8 tokens, so 4 and 2 new tokens cut long answers
     for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x (trained exits, docs/components.md); a
     per-token exit at 99-80 % confidence 0.97-1.04x (decode is ~22 % of the time). The
     precision values are those measured to pay on this machine (`llm_precisions`):
