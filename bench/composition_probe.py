@@ -8,6 +8,7 @@ the held-out ones (`--rules`).
 
     python bench/composition_probe.py --n-tune 100 --n-eval 200 --jsonl bench/composition_probe.jsonl
     python bench/composition_probe.py --rules bench/composition_probe.jsonl
+    python bench/composition_probe.py --exact bench/composition_probe.jsonl   # the system's exact program
 
 Questions: `examples.systems.common.question_sets` (tuning and held-out articles disjoint,
 neither among Gemma's training articles); passages: the RAG-BM25 system's top 3 of all
@@ -116,6 +117,29 @@ def rules(path: Path) -> None:
         print(f"{name}: t={best} tune {acc(tune, make(best)):.3f} held {acc(held, make(best)):.3f}")
 
 
+def exact(path: Path) -> None:
+    """The RAG-BM25-LLM system's exact program (Gemma verifying the reader's span, on this
+    machine's exact path) on the probe's questions: containment per split, paired against
+    Gemma alone and the reader alone as the probe recorded them."""
+    from autotuner.metrics import containment
+    from examples.systems.rag import bm25
+
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    run = bm25.llm_system().exact()
+    oks = []
+    for i, r in enumerate(rows):
+        oks.append(containment(run(r["question"]), r["gold"]))
+        print(f"{i + 1}/{len(rows)}", file=sys.stderr, flush=True)
+    for split in ("tune", "eval"):
+        pairs = [(ok, r) for ok, r in zip(oks, rows) if r["split"] == split]
+        line = f"{split}: exact program {sum(ok for ok, _ in pairs) / max(len(pairs), 1):.3f} of {len(pairs)}"
+        for who in ("gemma", "reader"):
+            gained = sum(1 for ok, r in pairs if ok and not r[f"{who}_ok"])
+            lost = sum(1 for ok, r in pairs if not ok and r[f"{who}_ok"])
+            line += f"; against {who} alone {gained} gained / {lost} lost"
+        print(line)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-tune", type=int, default=100)
@@ -123,8 +147,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jsonl", default=str(ROOT / "bench" / "composition_probe.jsonl"))
     ap.add_argument("--rules", type=Path, help="fit and replay the rules on a probe's records")
+    ap.add_argument("--exact", type=Path, help="the system's exact program on a probe's questions")
     args = ap.parse_args(argv)
-    if args.rules:
+    if args.exact:
+        exact(args.exact)
+    elif args.rules:
         rules(args.rules)
     else:
         probe(args)

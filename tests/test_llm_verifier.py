@@ -62,3 +62,9 @@ def test_the_verifier_answers_with_the_span_or_its_own_answer_as_the_margin_says
     assert "template" not in always.supports and "precision" in always.supports
     bf16 = always.variant_for(GenerateSettings(model="answer", precision="bfloat16"))
     assert bf16.model.precision == "bfloat16" and bf16.candidate is reader and bf16.margin == -math.inf
+
+
+def test_the_prompt_budgets_count_the_verifying_models_tokens(torch_gemma):
+    verified = Verified(torch_gemma, common.readers()[1])
+    text = "The Normans conquered England in 1066."
+    assert verified.token_spans(text) == torch_gemma.token_spans(text) != common.readers()[1].token_spans(text)

@@ -12,6 +12,7 @@ from examples.systems.rag import bm25 as rag_bm25
 from examples.systems.rag.program import COMPRESS_TOKENS, PROMPT_TOKENS
 from frontends.components.llm.base import build_prompt
 from frontends.components.llm.context_cuts import compress_tokens, truncate_tokens, word_spans
+from frontends.components.llm.verifier import Verified
 from frontends.components.settings import GenerateSettings
 
 PASSAGES = ["Paris is large. The Seine flows through Paris in France. It has bridges.",
@@ -47,7 +48,7 @@ def test_compress_drops_the_sentences_sharing_fewest_words_with_the_question():
 @pytest.fixture(scope="module")
 def rag():
     system = rag_bm25.llm_system()
-    llm = common.gemma()
+    llm = Verified(common.gemma(), common.readers()[1])  # the exact program's answer model
     cases = [(q, [system.corpus[i] for i in system.search(q).ids]) for q in SQUAD_QUESTIONS]
     return system, llm, cases
 

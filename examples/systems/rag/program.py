@@ -65,22 +65,20 @@ def answer_models(fast, pro) -> tuple[Generate, Generate]:
 
 
 def llm_answer_models(reader, llm) -> tuple[Generate, Generate, Generate]:
-    """The generative answer component (the exact program: `llm` in float32 with all
-    its layers, every retrieved passage in full, LLM_TOKENS new tokens, verifying the
-    `reader`'s span (`verifier.Verified`: more accurate than either alone); a cascade from
-    the reader when `answer.model` > 0), the reader as its cheap twin for the cheap
-    variants and `llm` alone (no verifier) for the variant that skips the verifier. Each
-    value is a step in cost and quality (measured on tuning questions, one thread): the
-    prefill of ~500 prompt tokens is most of the time on a CPU, so the context values
-    (keeping 31-79 % of the passages' characters) cut most; the model answers in ~4-8 tokens, so 4 and 2 new tokens cut long answers
-    for ~1.1-1.2x; 25 / 20 layers give 1.24 / 1.39x (trained exits, docs/components.md); a
-    per-token exit at 99-80 % confidence 0.97-1.04x (decode is ~22 % of the time). The
-    precision values are those measured to pay on this machine (`llm_precisions`):
-    bfloat16 prefill runs 3.2x faster than float32 on a CPU with AMX and 5x slower on
-    one without bf16 instructions. The prompt budgets (in the model's tokens) are decided
-    per question by `prompt`'s ladder (`rag_program`): the passages together cut to
-    PROMPT_TOKENS, then brought to COMPRESS_TOKENS by dropping the sentences sharing
-    fewest words with the question."""
+    """The generative answer component (the exact program: `llm` in float32 with all its layers, every
+    retrieved passage in full, LLM_TOKENS new tokens, verifying the `reader`'s span
+    (`verifier.Verified`: more accurate than either alone); a cascade from the reader when
+    `answer.model` > 0), the reader as its cheap twin for the cheap variants and `llm` alone (no
+    verifier) for the variant that skips the verifier. Each value is a step in cost and quality
+    (measured on tuning questions, one thread): the prefill of ~500 prompt tokens is most of the time on
+    a CPU, so the context values (keeping 31-79 % of the passages' characters) cut most; the model
+    answers in ~4-8 tokens, so 4 and 2 new tokens cut long answers for ~1.1-1.2x; 25 / 20 layers give
+    1.24 / 1.39x (trained exits, docs/components.md); a per-token exit at 99-80 % confidence 0.97-1.04x
+    (decode is ~22 % of the time). The precision values are those measured to pay on this machine
+    (`llm_precisions`): bfloat16 prefill runs 3.2x faster than float32 on a CPU with AMX and 5x slower
+    on one without bf16 instructions. The prompt budgets (in the model's tokens) are decided per
+    question by `prompt`'s ladder (`rag_program`): the passages together cut to PROMPT_TOKENS, then
+    brought to COMPRESS_TOKENS by dropping the sentences sharing fewest words with the question."""
     precisions = llm_precisions(llm)
     tune = [Tune.precision(*precisions)] if precisions else []  # first: where it pays, the gentlest step
     tune += [Tune.cascade([reader], LLM_CASCADE_THRESHOLDS), Tune.param("max_new_tokens", 4, 2),

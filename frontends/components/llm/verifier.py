@@ -53,6 +53,10 @@ class Verified(AnswerModel):
         return (f"{type(self).__module__}.{type(self).__name__}:{self.margin}:"
                 f"{provider_identity(self.model)}+{provider_identity(self.candidate)}")
 
+    def token_spans(self, text: str) -> list[tuple[int, int]]:
+        """The model's tokens: the prompt budgets count what it reads."""
+        return self.model.token_spans(text)
+
     def variant_for(self, settings) -> Verified:
         """The model's variant for `settings`, verifying the same candidate."""
         model = self.model.variant_for(settings)
