@@ -16,9 +16,13 @@ tokens and the reader's own time. A cascade on the reader's confidence reached 0
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from frontends.components.llm.base import Answer, AnswerModel, first_line
 from frontends.components.llm.causal import sequence_confidence
+
+if TYPE_CHECKING:
+    from frontends.components.llm.smollm import SmolLM2
 
 MARGIN = -1.0  # nats per token: fitted on the probe's tuning questions (docs/systems.md)
 
@@ -35,7 +39,7 @@ class Verified(AnswerModel):
 
     deterministic = True
 
-    def __init__(self, model: AnswerModel, candidate: AnswerModel, margin: float = MARGIN,
+    def __init__(self, model: SmolLM2, candidate: AnswerModel, margin: float = MARGIN,
                  name: str | None = None):
         self.model, self.candidate, self.margin = model, candidate, float(margin)
         self.name = name or f"{model.name}_verifying_{candidate.name}"
