@@ -25,7 +25,7 @@ from approx_dialect.diagnostics import ApproxError
 from frontends.components.llm import engine as eng
 from frontends.components.llm import engine_decode
 from frontends.components.llm.gemma import Gemma3
-from frontends.components.llm.smollm import SmolLM2
+from frontends.components.llm.smollm import SmolLM2, check_window
 
 ENGINE_ONLY = SmolLM2.missing  # precision -> why torch has no variant of it
 
@@ -175,10 +175,7 @@ class EngineSmolLM2(SmolLM2):
         n = max_new_tokens or self.max_new_tokens
         ids = self.tokenizer(self.turn(content), add_special_tokens=False)["input_ids"]
         window = min(self._root().__dict__["model"].config.max_position_embeddings, self.decoder.window)
-        room = max([n, *(len(c) for c in continuations)])
-        if len(ids) + room > window:
-            raise ApproxError(f"prompt of {len(ids)} tokens + {room} new tokens exceeds the context window "
-                              f"of {window}", where=self.name)
+        check_window(len(ids), max([n, *(len(c) for c in continuations)]), window, self.name)
         tokens, logps, scores = self.decoder.scored(ids, n, self.stop_rule(stop_at_line_end), continuations)
         return tokens, logps, len(ids), scores
 

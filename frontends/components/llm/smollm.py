@@ -59,7 +59,7 @@ from frontends.components.llm.token_exit import greedy
 from frontends.components.variants import Variants
 
 # the loading and training helpers live in decoder_weights; the trainers and Gemma 3 import them from here
-__all__ = ["CHAT_TOKENS", "DEFAULT_MAX_NEW_TOKENS", "LineEnd", "SmolLM2", "attach_exit_maps",
+__all__ = ["CHAT_TOKENS", "DEFAULT_MAX_NEW_TOKENS", "LineEnd", "SmolLM2", "attach_exit_maps", "check_window",
            "attach_lora", "chat_prompt", "chat_turn", "ends_line", "gguf_parsed_once", "gguf_path", "load_adapter",
            "load_base", "load_gguf_model", "save_adapter", "stop_ids", "trained_names", "truncated"]
 
@@ -129,6 +129,13 @@ class LineEnd:
     def __call__(self, input_ids, scores, **kwargs) -> torch.Tensor:
         done = ends_line(self.tokenizer, input_ids[0, self.start:])
         return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+def check_window(prompt: int, room: int, window: int, where: str) -> None:
+    """An ApproxError where a prompt of `prompt` tokens and `room` more do not fit `window`."""
+    if prompt + room > window:
+        raise ApproxError(f"prompt of {prompt} tokens + {room} new tokens exceeds the context window of {window}",
+                          where=where)
 
 
 # ---------------------------------------------------------------- the answer model
@@ -274,14 +281,12 @@ class SmolLM2(Variants, AnswerModel):
         once: its cache, but for its last token, serves the decoding and every continuation."""
         n = max_new_tokens or self.max_new_tokens
         ids, mask = self.turn_ids(content, max([n, *(len(c) for c in continuations)]))
-        if self.token_exit is not None or (self.model.device.type == "cuda" and self.compiled_decode):
-            tokens, logps, prompt = self.generate_turn(content, max_new_tokens, stop_at_line_end, **options)
-            cache = self.model(input_ids=ids[:, :-1], use_cache=True, logits_to_keep=1).cache
-            return tokens, logps, prompt, [self._teacher_forced(copy.deepcopy(cache), ids[:, -1:], c)
-                                           for c in continuations]
         cache = self.model(input_ids=ids[:, :-1], use_cache=True, logits_to_keep=1).cache
         scores = [self._teacher_forced(copy.deepcopy(cache), ids[:, -1:], c) for c in continuations]
-        tokens, logps = self._eager_generate(ids, mask, n, stop_at_line_end, options, past=cache)
+        if self.token_exit is not None or (self.model.device.type == "cuda" and self.compiled_decode):
+            tokens, logps, _ = self.generate_turn(content, max_new_tokens, stop_at_line_end, **options)  # own cache
+        else:
+            tokens, logps = self._eager_generate(ids, mask, n, stop_at_line_end, options, past=cache)
         return tokens, logps, int(ids.shape[1]), scores
 
     def continuation_ids(self, text: str) -> list[int]:
@@ -293,10 +298,7 @@ class SmolLM2(Variants, AnswerModel):
         would not fit the context window."""
         enc = self.tokenizer(self.turn(content), return_tensors="pt", add_special_tokens=False)
         ids, mask = enc["input_ids"].to(self.model.device), enc["attention_mask"].to(self.model.device)
-        window = self.model.config.max_position_embeddings
-        if ids.shape[1] + room > window:
-            raise ApproxError(f"prompt of {ids.shape[1]} tokens + {room} new tokens exceeds the context window "
-                              f"of {window}", where=self.name)
+        check_window(int(ids.shape[1]), room, self.model.config.max_position_embeddings, self.name)
         return ids, mask
 
     def _teacher_forced(self, cache, last, continuation) -> list[float]:
