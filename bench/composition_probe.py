@@ -18,7 +18,6 @@ SQuAD dev paragraphs; QoS: containment of a gold answer (`autotuner.metrics.cont
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 import time
@@ -28,27 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def candidate_logps(lm, cache, text: str) -> tuple[float, int]:
-    """(sum of log-probabilities, tokens) of `text` + `<end_of_turn>` after the prompt whose
-    last logits and KV cache are given."""
-    import torch
-
-    last_logits, past = cache
-    ids = lm.tokenizer(text + "<end_of_turn>", add_special_tokens=False, return_tensors="pt")["input_ids"]
-    with torch.inference_mode():
-        out = lm.model(input_ids=ids, past_key_values=copy.deepcopy(past), use_cache=True)
-    logits = torch.cat([last_logits[None], out.logits[0, :-1]], 0).float()
-    logp = torch.log_softmax(logits, -1).gather(1, ids[0][:, None])[:, 0]
-    return float(logp.sum()), int(ids.shape[1])
-
-
 def probe(args) -> None:
-    import torch
-
     from autotuner.metrics import containment
     from examples import squad
     from examples.systems.common import GEMMA_ADAPTER, one_thread, question_sets, readers
-    from frontends.components.llm.base import build_prompt
     from frontends.components.llm.gemma import Gemma3
     from frontends.components.llm.smollm import first_line
     from frontends.components.retrieval import Bm25Retriever
@@ -73,13 +55,10 @@ def probe(args) -> None:
             r = reader.answer(q, passages)
             new, logps, _ = lm.generate(q, passages, 16)
             g_text = first_line(lm.tokenizer.decode(new, skip_special_tokens=True))
-            ids = lm.tokenizer(lm.turn(build_prompt(q, passages)), add_special_tokens=False,
-                               return_tensors="pt")["input_ids"]
-            with torch.inference_mode():
-                pre = lm.model(input_ids=ids, use_cache=True)
-            cache = (pre.logits[0, -1], pre.past_key_values)
-            lr, nr = candidate_logps(lm, cache, r.text)
-            lg, ng = candidate_logps(lm, cache, g_text)
+            # both candidates teacher-forced after the prompt (one token decoded, thrown away)
+            _, _, _, (r_logps, g_logps) = lm.generate_scored(
+                lm.prompt(q, passages), [lm.continuation_ids(r.text), lm.continuation_ids(g_text)], 1)
+            (lr, nr), (lg, ng) = (sum(r_logps), len(r_logps)), (sum(g_logps), len(g_logps))
             row = {"split": split, "question": q, "gold": list(gold), "reader": r.text, "reader_conf": r.confidence,
                    "gemma": g_text, "gemma_conf": float(sum(logps)), "lp_reader": lr, "n_reader": nr,
                    "lp_gemma": lg, "n_gemma": ng, "reader_ok": containment(r.text, gold),
