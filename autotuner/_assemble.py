@@ -10,7 +10,7 @@ from optuna.trial import TrialState
 
 from approx_opt.program import offered
 from autotuner import strategy
-from autotuner._front_figures import HeldOutMeasurer, eval_front, exact_figures, transformed_ir
+from autotuner._front_figures import HeldOutMeasurer, eval_front, exact_figures, replay_together, transformed_ir
 from autotuner._records import TIMED, counts, front, hypervolume_of_study, records
 from autotuner.explain import importances
 from autotuner.measure import TIMING
@@ -34,6 +34,9 @@ def assemble_result(program, spec, studies, names, eval_m: HeldOutMeasurer | Non
                           timing=TIMING if cost.objective == "time" else None,
                           metric_spec=metric if isinstance(metric, str) else None)
     replayed: dict = {}  # "study#trial" -> held-out figures: a trial the dynamic study copied is not replayed twice
+    fronts = {m: front(records(study), budget) for m, study in studies.items()}
+    if eval_m is not None:  # every mode's chosen points in one held-out pass
+        replay_together({studies[m]: fr for m, fr in fronts.items()}, program, eval_m, eval_levels)
     for m, study in studies.items():
         c = counts(study)
         result.trials += c["evaluated"]
@@ -44,8 +47,7 @@ def assemble_result(program, spec, studies, names, eval_m: HeldOutMeasurer | Non
                             for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
                             if "error" in t.user_attrs and "duplicate_of" not in t.user_attrs]
         result.hypervolume[m] = hypervolume_of_study(study, budget)
-        recs = records(study)
-        fr = front(recs, budget)
+        recs, fr = records(study), fronts[m]
         on_front = {r.number for r in fr}
         result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
                                          r.feasible(budget), r.pruned, r.loss_interval)

@@ -1,11 +1,13 @@
 """The figures of a study's front: its points timed paired on the tuning split
 where their speedups were modelled (`time_front`), and re-measured on the held-out
-split (`eval_front`); each kept in the study as it is measured, so a resumed run
-measures only the points left, and makes the held-out measurer (`HeldOutMeasurer`)
-only where a held-out figure is missing."""
+split (`eval_front`; the chosen points of all modes in one pass, `replay_together`);
+each kept in the study as it is measured, so a resumed run measures only the points
+left, and makes the held-out measurer (`HeldOutMeasurer`) only where a held-out
+figure is missing."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -158,9 +160,6 @@ def eval_front(study, fr: list, program, held_out: HeldOutMeasurer | None, mode:
     held-out figures, shared by the modes of one run; a trial copied from one replayed
     already (`warm_start`: the dynamic study starts with the static trials) takes its
     figures: one configuration, one replay."""
-    from autotuner.sharded import ShardedEvaluation
-    from autotuner.workers import build
-
     points, figures, pending, exact = [], {}, [], []
     replayed = chosen_at(fr, levels) if levels is not None else {r.number for r in fr}
     for r in fr:
@@ -186,20 +185,9 @@ def eval_front(study, fr: list, program, held_out: HeldOutMeasurer | None, mode:
         else:
             figures[r.number] = cached
 
-    def store(i: int, m) -> None:
-        cached = {"error": m} if isinstance(m, str) else m.held_out_figures()
-        study.set_user_attr(f"eval:{pending[i].number}", cached)
-        figures[pending[i].number] = cached
-
-    eval_m = held_out() if pending else None  # made before the points: its failure is not theirs
-    if isinstance(eval_m, ShardedEvaluation):
-        eval_m.measure([r.config for r in pending], store)
-    elif eval_m is not None:
-        for i, r in enumerate(pending):
-            try:
-                store(i, eval_m.measure(build(program, r.config), r.config))
-            except ApproxError as err:
-                store(i, err.line())
+    if pending:
+        replay(program, held_out, [(study, r.number, r.config) for r in pending])
+        figures.update({r.number: study.user_attrs[f"eval:{r.number}"] for r in pending})
     for number in exact:  # after the others: their paired timings ran the exact program (`Measurer.paired`)
         e = exact_figures([study], held_out)
         figures[number] = {"qos_loss": 0.0, "speedup": 1.0, "seconds": e["seconds"], "money": e["money"],
@@ -217,6 +205,71 @@ def eval_front(study, fr: list, program, held_out: HeldOutMeasurer | None, mode:
             p.seconds_eval, p.money_eval = cached["seconds"], cached["money"]
             p.speedup_eval_ci, p.qos_loss_eval_ci = cached.get("ci"), cached.get("loss_ci")
     return points
+
+
+def replay_together(fronts: dict, program, held_out: HeldOutMeasurer, levels=None) -> None:
+    """The points each study's levels choose (`chosen_at`; all of its front without
+    levels) that have no held-out figures yet, replayed in one pass (`replay`): the exact
+    program runs once per held-out input beside all of them, and a configuration two
+    modes chose is replayed once. `fronts`: study -> its front. Their figures are kept in
+    the studies, where `eval_front` reads them."""
+    # lead: a trial's names ("study#trial", its config) -> its index in todo; kept: the same -> kept figures
+    todo: list = []
+    lead: dict[str, int] = {}
+    followers: dict[int, list] = {}
+    kept: dict[str, dict] = {}
+    for study, fr in fronts.items():
+        replayed = chosen_at(fr, levels) if levels is not None else {r.number for r in fr}
+        for r in fr:
+            if r.number not in replayed or all(is_exact(v) for v in r.config.values()):
+                continue
+            names = [f"{study.study_name}#{r.number}", json.dumps(r.config, sort_keys=True, default=str)]
+            if f"eval:{r.number}" in study.user_attrs:  # kept by an earlier run
+                kept.update({k: study.user_attrs[f"eval:{r.number}"] for k in names})
+                continue
+            source = r.attrs.get(REUSED)  # a copy of another study's trial (`warm_start`)
+            i = next((lead[k] for k in (source, *names) if k in lead), None)
+            copy = next((kept[k] for k in (source, *names) if k in kept), None)
+            if copy is not None:
+                study.set_user_attr(f"eval:{r.number}", copy)
+            elif i is None:
+                lead.update({k: len(todo) for k in names})
+                todo.append((study, r.number, r.config))
+            else:
+                followers.setdefault(i, []).append((study, r.number))
+    if todo:
+        replay(program, held_out, todo)
+    for i, copies in followers.items():
+        study, number, _ = todo[i]
+        for other, n in copies:
+            other.set_user_attr(f"eval:{n}", study.user_attrs[f"eval:{number}"])
+
+
+def replay(program, held_out: HeldOutMeasurer, points: list) -> None:
+    """(study, trial, config) points measured on the held-out split, all in one pass of
+    the exact program (`Measurer.measure_together`; a ShardedEvaluation's workers take
+    them in turn), each kept in its study as an `eval:` attr (a failure as its error)."""
+    from autotuner.sharded import ShardedEvaluation
+    from autotuner.workers import build
+
+    def store(i: int, m) -> None:
+        study, number, _ = points[i]
+        study.set_user_attr(f"eval:{number}", {"error": m} if isinstance(m, str) else m.held_out_figures())
+
+    eval_m = held_out()  # made before the points: its failure is not theirs
+    if isinstance(eval_m, ShardedEvaluation):
+        eval_m.measure([config for _, _, config in points], store)
+        return
+    built, failed = [], {}
+    for i, (_, _, config) in enumerate(points):
+        try:
+            built.append((build(program, config), config))
+        except ApproxError as err:
+            failed[i] = err.line()
+    ok = [i for i in range(len(points)) if i not in failed]
+    for i, line in failed.items():
+        store(i, line)
+    eval_m.measure_together(built, lambda j, m: store(ok[j], m))
 
 
 def transformed_ir(program, config: dict) -> str | None:

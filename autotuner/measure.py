@@ -252,7 +252,7 @@ class Measurer:
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         repeats = repeats or self.cost.repeats
         if self._exact_pending and n == len(self.inputs):
-            return self._paired_capturing(fn, repeats)[0]
+            return _raised(self._paired_capturing([fn], repeats)[0])[0]
         self._complete_exact()
         indices = self.timed_inputs(n)
         blocks = self.blocks(indices)
@@ -279,31 +279,42 @@ class Measurer:
         self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
         return timing
 
-    def _paired_capturing(self, fn, repeats: int) -> tuple[PairedTiming, list]:
-        """(`paired` timing, `fn`'s outputs) on the whole split of a `one_pass` Measurer:
-        every input its own block (each is costly), the first round giving `fn`'s outputs
-        and, while deferred, the exact outputs and seconds per input."""
-        n = len(self.inputs)
+    def _paired_capturing(self, fns: Sequence, repeats: int) -> list[tuple[PairedTiming, list] | ApproxError]:
+        """(`paired` timing, outputs) of each of `fns` on the whole split of a `one_pass`
+        Measurer, or the error it failed with: every input its own block (each is costly),
+        the exact program run once per block beside all of them, the order rotating (each
+        configuration as often just before the exact run as just after); the first round
+        gives their outputs and, while deferred, the exact outputs and seconds per input."""
+        n, k = len(self.inputs), len(fns)
         rounds = max(1, min(repeats, math.ceil(MIN_BLOCKS / n)))
-        exact, approx, outputs, exact_outputs = [], [], [], []
+        exact, exact_outputs = [], []
+        approx: list[list[float]] = [[] for _ in fns]
+        outputs: list[list] = [[] for _ in fns]
+        failed: list[ApproxError | None] = [None] * k
         for r in range(rounds):
             for i in range(n):
-                if (r * n + i) % 2 == 0:
-                    te, e = self._one(self.exact_fn, i, True)
-                    ta, a = self._one(fn, i, False)
-                else:
-                    ta, a = self._one(fn, i, False)
-                    te, e = self._one(self.exact_fn, i, True)
-                if r == 0:
-                    outputs.append(a)
-                    exact_outputs.append(e)
-                exact.append(te)
-                approx.append(ta)
+                start = (r * n + i) % (k + 1)
+                for j in [*range(start, k + 1), *range(start)]:  # j == 0: the exact program
+                    if j == 0:
+                        te, e = self._one(self.exact_fn, i, True)
+                        exact.append(te)
+                        if r == 0:
+                            exact_outputs.append(e)
+                    elif failed[j - 1] is None:
+                        try:
+                            ta, a = self._one(fns[j - 1], i, False)
+                        except ApproxError as err:
+                            failed[j - 1] = err
+                            continue
+                        approx[j - 1].append(ta)
+                        if r == 0:
+                            outputs[j - 1].append(a)
         if self._exact_pending:
             self._exact_outputs, self._input_seconds = exact_outputs, exact[:n]
-        timing = PairedTiming(np.array(exact), np.array(approx), rounds, 1.0, n)
-        self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
-        return timing, outputs
+        exact_times = np.array(exact)
+        self._exact_passes.setdefault(n, []).append(float(exact_times.sum()) / rounds)
+        return [err if err is not None else (PairedTiming(exact_times, np.array(t), rounds, 1.0, n), outs)
+                for err, t, outs in zip(failed, approx, outputs)]
 
     def _money(self, config: dict, inputs, outputs) -> float | None:
         money = self.cost.money
@@ -337,7 +348,7 @@ class Measurer:
         inputs = self.inputs[:n]
         if self.one_pass and n == len(self.inputs) and not kept_only:  # warm-up on the first input
             self._run(fn, inputs[:1])
-            timing, outputs = self._paired_capturing(fn, repeats or self.cost.repeats)
+            timing, outputs = _raised(self._paired_capturing([fn], repeats or self.cost.repeats)[0])
             return Figures(self.metric.scores(outputs, self.references), self._money(config, inputs, outputs), timing)
         with (self._kept_only() if kept_only else self._untimed()) as kept:
             outputs = self._run(fn, inputs, kept=kept if self.cost.timing == "model" else None)  # the warm-up pass
@@ -378,3 +389,48 @@ class Measurer:
         exact_money = self.exact_money(n) if self.cost.objective == "money" else None
         return summarise(figures, self.exact_scores[:n], self.with_references, self.cost.objective, exact_money)
 
+    def measure_together(self, programs: Sequence[tuple[Callable, dict]],
+                         on_result: Callable[[int, Measurement | str], Any] | None = None) -> list[Measurement | str]:
+        """Each (program, config) measured on the whole split, as `measure` does: a
+        Measurement, or the error line it failed with. On a `one_pass` split (costly
+        inputs, timed whole) the exact program runs once per input beside all of them
+        (`_paired_capturing`): k configurations cost k + 1 runs an input, not 2k; their
+        figures come when the last input is measured. `on_result(i, figure)` as each is."""
+        out: list[Measurement | str] = []
+        if not self.one_pass:
+            for i, (fn, config) in enumerate(programs):
+                try:
+                    out.append(self.measure(fn, config))
+                except ApproxError as err:
+                    out.append(err.line())
+                if on_result is not None:
+                    on_result(i, out[-1])
+            return out
+        live: list[ApproxError | None] = []
+        for fn, _ in programs:  # the warm-up on the first input
+            try:
+                self._run(fn, self.inputs[:1])
+                live.append(None)
+            except ApproxError as err:
+                live.append(err)
+        runs = iter(self._paired_capturing([fn for (fn, _), err in zip(programs, live) if err is None],
+                                           self.cost.repeats))
+        for i, ((_, config), err) in enumerate(zip(programs, live)):
+            got = err if err is not None else next(runs)
+            if isinstance(got, ApproxError):
+                out.append(got.line())
+            else:
+                timing, outputs = got
+                figures = Figures(self.metric.scores(outputs, self.references),
+                                  self._money(config, self.inputs, outputs), timing)
+                out.append(summarise(figures, self.exact_scores, self.with_references, self.cost.objective))
+            if on_result is not None:
+                on_result(i, out[-1])
+        return out
+
+
+def _raised(got):
+    """A `_paired_capturing` result, its error raised."""
+    if isinstance(got, ApproxError):
+        raise got
+    return got

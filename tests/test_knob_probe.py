@@ -110,6 +110,25 @@ def test_a_slow_build_is_not_counted_against_a_value_that_runs_fast():
     assert built == ["half"] and calls.count("half") == 3
 
 
+def test_a_value_that_fails_in_its_warm_up_is_left_out_in_one_line_and_the_others_are_measured(tmp_path):
+    """float16 Gemma 3 on a CPU with fp16 units: its activations overflow, the answer check
+    raises. The probe goes on: that value is left out with its error, once, and kept so."""
+    calls, lines, clock = [], [], Ticks()
+
+    def run(value):
+        run_at(calls, clock)(value)
+        if value == "slow":
+            raise ApproxError("model 'm[float16]' returned garbage: confidence nan", where="m[float16]")
+
+    assert paying_values("m.precision", run, ("slow", "half"), log=lines.append, clock=clock) == ["half"]
+    assert calls.count("slow") == 1 and calls.count("half") == 3
+    assert lines == [f"m.precision = slow left out: it fails on this machine (model 'm[float16]' returned garbage: "
+                     f"confidence nan; {machine_key()})"]
+    lines.clear()
+    assert paying_values("m.precision", run, ("slow", "half"), log=lines.append, clock=clock) == ["half"]
+    assert calls.count("slow") == 1 and len(lines) == 1 and "it fails on this machine" in lines[0]
+
+
 def test_a_new_candidate_is_measured_alone():
     probe("m.precision", ("half",), log=None)
     calls = []

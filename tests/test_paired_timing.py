@@ -175,3 +175,49 @@ def test_a_deferred_exact_program_failing_in_the_timing_names_its_input(monkeypa
     half = {"half": {"knob_val": 1}}
     with pytest.raises(ApproxError, match="the exact program fails on evaluation input 3: ValueError: no answer"):
         m.measure(program.build(half), half)
+
+
+class Tiers(SlowProgram):
+    """Knob `tier` v runs 1/(v + 1) of the exact time; tier 3 fails on input 2."""
+
+    def __init__(self, seconds: float):
+        super().__init__(seconds)
+        self.exact_runs = 0
+
+    def knobs(self):
+        return [KnobSpec("tier", "run", "func_substitute", "static", (0, 3))]
+
+    def build(self, config):
+        v = config["tier"]["knob_val"]
+
+        def run(x):
+            if v == 0:
+                self.exact_runs += 1
+            if v == 3 and x == 2:
+                raise ValueError("tier 3 has no answer")
+            TICKS.now += self.seconds / (v + 1)
+            return x + (v == 2)  # tier 2 answers wrong everywhere
+
+        return run
+
+
+def test_configurations_measured_together_share_one_exact_run_per_input(monkeypatch):
+    """On a costly held-out split, k configurations measured together cost one exact run an
+    input (not k), with the figures each gets measured alone; one that fails is its error
+    line and the others are measured."""
+    monkeypatch.setattr(measure, "DEFER_SECONDS", 0.0)
+    inputs = [0.0, 1.0, 2.0, 3.0, 4.0]
+    configs = [{"tier": {"knob_val": v}} for v in (1, 2, 3)]
+    program = Tiers(0.03)
+    m = Measurer(program, inputs, inputs, "rel_l2", wall(1), what="evaluation")
+    got = m.measure_together([(program.build(c), c) for c in configs])
+    assert program.exact_runs == 1 + 5  # the warm-up input, then once per input for all three
+    assert got[2] == "<measure>: error: the program fails on evaluation input 2: ValueError: tier 3 has no answer"
+    alone = Tiers(0.03)
+    m_alone = Measurer(alone, inputs, inputs, "rel_l2", wall(1), what="evaluation")
+    for c, together in zip(configs[:2], got[:2]):
+        single = m_alone.measure(alone.build(c), c)
+        assert (together.speedup, together.qos_loss) == pytest.approx((single.speedup, single.qos_loss))
+    assert got[0].speedup == pytest.approx(2.0) and got[1].speedup == pytest.approx(3.0)
+    assert got[0].qos_loss == 0.0 and got[1].qos_loss > 0.0
+    assert m.exact_seconds() == pytest.approx(0.15)

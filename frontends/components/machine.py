@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from approx_dialect.diagnostics import ApproxError
 from frontends.components import run_settings
 from frontends.components.folders import cache_dir, exclusive_lock
 
@@ -200,37 +201,47 @@ def left_out() -> frozenset[str]:
 def measure_speedups(run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
                      rounds: int = 2, device: str = "cpu",
                      build: Callable[[str], object] | None = None, min_same: float = 0.0,
-                     clock: Callable[[], float] | None = None) -> tuple[dict, dict]:
+                     clock: Callable[[], float] | None = None) -> tuple[dict, dict, dict]:
     """({value: exact time / time at value}, {value: share of its outputs equal to the
-    exact value's}): `run_at(None)` (exact) and `run_at(value)` timed side by side
-    (`_clock`) in `rounds` rounds, each timing the exact value once and every value after
-    it, the next in reverse order; the best of `rounds` each (one warm-up run of each
-    first, its outputs, a sequence, compared; none: all equal). `build(value)`, where
-    given, makes the value's variant before its warm-up, untimed: a build is made once and
-    cached (an engine's int8 model: 20 s), not a cost of each run. A value whose warm-up took
-    over 1 / HOPELESS times the exact warm-up's time is not timed again: its warm-up ratio stands (float16 on a CPU
-    without fp16 units: 0.13x, minutes of a fresh machine's probe); where `run_at` yields
-    its outputs one by one, such a warm-up stops at the input where it passes that time
-    (its ratio and its share of equal outputs then come from the inputs it ran). A value
-    whose warm-up gave the exact output on less than `min_same` of the inputs is not timed
-    again either (it is left out whatever its speed). On the CPU torch runs on one thread
-    meanwhile (`_on_the_clocks_thread`). `clock`, where given, replaces `_clock(device)`
-    (a test's clock that the work it times advances: the decisions, on any machine)."""
+    exact value's}, {value: the error it failed with}): `run_at(None)` (exact) and
+    `run_at(value)` timed side by side (`_clock`) in `rounds` rounds, each timing the exact
+    value once and every value after it, the next in reverse order; the best of `rounds`
+    each (one warm-up run of each first, its outputs, a sequence, compared; none: all
+    equal). `build(value)`, where given, makes the value's variant before its warm-up,
+    untimed: a build is made once and cached (an engine's int8 model: 20 s), not a cost of
+    each run. A value whose warm-up took over 1 / HOPELESS times the exact warm-up's time
+    is not timed again: its warm-up ratio stands (float16 on a CPU without fp16 units:
+    0.13x, minutes of a fresh machine's probe); where `run_at` yields its outputs one by
+    one, such a warm-up stops at the input where it passes that time (its ratio and its
+    share of equal outputs then come from the inputs it ran). A value whose warm-up gave
+    the exact output on less than `min_same` of the inputs is not timed again either (it
+    is left out whatever its speed); one whose build or warm-up fails (an ApproxError:
+    garbage out, float16 overflowing) is 0.0x with no output equal. On the CPU torch runs
+    on one thread meanwhile (`_on_the_clocks_thread`). `clock`, where given, replaces
+    `_clock(device)` (a test's clock that the work it times advances: the decisions, on
+    any machine)."""
     with _on_the_clocks_thread(device):
         return _measure(run_at, candidates, rounds, clock or _clock(device), build, min_same)
 
 
-def _measure(run_at, candidates, rounds, clock, build, min_same) -> tuple[dict, dict]:
+def _measure(run_at, candidates, rounds, clock, build, min_same) -> tuple[dict, dict, dict]:
     outputs: dict[str | None, list] = {}
     warm: dict[str | None, float] = {}
+    failed: dict[str, str] = {}
     for v in (None, *candidates):
-        if v is not None and build is not None:
-            build(v)
         t0, outs = clock(), []
-        for out in run_at(v) or ():
-            outs.append(out)
-            if v is not None and clock() - t0 > warm[None] / HOPELESS:
-                break  # hopeless already: its other inputs would only cost time
+        try:
+            if v is not None and build is not None:
+                build(v)
+            t0 = clock()
+            for out in run_at(v) or ():
+                outs.append(out)
+                if v is not None and clock() - t0 > warm[None] / HOPELESS:
+                    break  # hopeless already: its other inputs would only cost time
+        except ApproxError as err:
+            if v is None:
+                raise
+            failed[v], outs = err.message, []  # e.g. float16 overflowing in a model trained in bfloat16
         outputs[v], warm[v] = outs, clock() - t0
     n = len(outputs[None])
     same = {v: round(sum(a == b for a, b in zip(outputs[v], outputs[None])) / len(outputs[v]), 3)
@@ -239,6 +250,8 @@ def _measure(run_at, candidates, rounds, clock, build, min_same) -> tuple[dict, 
     spent = {v: warm[v] * n / len(outputs[v]) if 0 < len(outputs[v]) < n else warm[v] for v in candidates}
     untimed = {v: round(warm[None] / max(spent[v], 1e-9), 3) for v in candidates  # their warm-up ratio stands
                if warm[None] < HOPELESS * spent[v] or same[v] < min_same}
+    untimed.update({v: 0.0 for v in failed})
+    same.update({v: 0.0 for v in failed})
     timed = [v for v in candidates if v not in untimed]
     best: dict = {}
     order = (None, *timed)  # each round: the exact value, then every value (the next reversed: the exact value last)
@@ -248,7 +261,8 @@ def _measure(run_at, candidates, rounds, clock, build, min_same) -> tuple[dict, 
             list(run_at(which) or ())  # a generator runs only when read
             dt = clock() - t0
             best[which] = min(best.get(which, dt), dt)
-    return {v: untimed[v] if v in untimed else round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same
+    return ({v: untimed[v] if v in untimed else round(best[None] / max(best[v], 1e-9), 3) for v in candidates}, same,
+            failed)
 
 
 def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], candidates: Sequence[str],
@@ -272,18 +286,23 @@ def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], ca
                 log(f"{what} = {v} left out by {run_settings.where_set('leave_out')}")
     candidates = [v for v in candidates if v not in skip]
     known, agree, todo = _cached(path, key, what, candidates, refresh)
+    failed = _read(path).get(key, {}).get(f"{what} failed", {})  # value -> the error of its probe
     if todo:
         with _probing(path, what):  # another process probing this knob now: its figures, once it ends
             known, agree, todo = _cached(path, key, what, candidates, refresh)
+            failed = _read(path).get(key, {}).get(f"{what} failed", {})
             if todo:
-                speedups, same = measure_speedups(run_at, todo, device=device, build=build, min_same=min_same,
-                                                  clock=clock)
+                speedups, same, errors = measure_speedups(run_at, todo, device=device, build=build,
+                                                          min_same=min_same, clock=clock)
                 known, agree = {**known, **speedups}, {**agree, **same}
-                _remember(path, key, {what: known, f"{what} same": agree})
+                failed = {**{v: e for v, e in failed.items() if v not in todo}, **errors}
+                _remember(path, key, {what: known, f"{what} same": agree, f"{what} failed": failed})
     keep = [v for v in candidates if known[v] >= min_gain and agree[v] >= min_same]
     if log is not None:
         for v in candidates:
-            if known[v] < min_gain:
+            if v in failed:
+                log(f"{what} = {v} left out: it fails on this machine ({failed[v]}; {key})")
+            elif known[v] < min_gain:
                 log(f"{what} = {v} left out on this machine: {known[v]:.2f}x the exact value's speed "
                     f"(needs >= {min_gain:.2f}x; {key})")
             elif agree[v] < min_same:
