@@ -122,7 +122,7 @@ def test_the_bench_and_the_demo_read_the_registry():
 
 
 @pytest.mark.parametrize("name, sizes", [
-    ("rag_bm25_llm", dict(n_tune=8, trials=10, seconds=180, n_eval=20, tuning_qos="agreement")),  # make demo
+    ("rag_bm25_llm", dict(n_tune=8, trials=10, seconds=120, n_eval=40, tuning_qos="agreement")),  # make demo
     ("rag_bm25", dict(n_tune=40, trials=40, seconds=720, ablate=(3, 6, 9), repeats=2)),  # bench/results.py's row
 ])
 def test_the_documented_commands_are_what_the_demo_and_the_bench_run(name, sizes):
