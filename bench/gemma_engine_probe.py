@@ -87,6 +87,9 @@ def main() -> None:
     p.add_argument("--engines", nargs="+", default=["ort-fp32", "ort-int8", "ov-ort-int8", "ov-int8", "ort-int4"])
     p.add_argument("--json", type=Path, default=OUT)
     args = p.parse_args()
+    from autotuner import LoadProbe
+
+    load = LoadProbe()  # how busy the machine was beside the probe, recorded with its figures
     one_thread()
     torch.set_num_threads(1)
     from frontends.components.llm.base import first_line
@@ -146,14 +149,14 @@ def main() -> None:
     for name, model in models.items():
         s = prefill_seconds(name, model, ids)
         prefill[name] = {"seconds": round(s, 3), "share_of_f32_peak": round(flops / s / peak, 3)}
-    machine = describe_machine("cpu", 1)
+    machine, busy = describe_machine("cpu", 1), load.finish()
     result = {"date": datetime.date.today().isoformat(), "machine": machine, "machine_key": machine_key(),
-              "quiet": False, "note": "not a quiet machine: another test suite ran beside this probe (2 cores)",
+              "quiet": busy.quiet, "load": busy.to_dict(), "note": busy.describe(),
               "threads": 1, "questions": {"probe": timed.start, "squad": len(items) - timed.start,
                                           "contexts": "BM25 top 3 of all SQuAD paragraphs", "tokens": args.tokens},
               "precision_engines": precision_engines(), "builds": builds, "rows": summary, "prefill": prefill}
     args.json.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"machine: {machine} (not quiet)")
+    print(f"machine: {machine} ({busy.describe()})")
     print(f"{'variant':12} {'s/q':>6} {'vs torch':>8} {'same':>6} {'probe':>5} {'contain':>7} "
           f"{'prefill s':>9} {'%peak':>6}")
     for name, s in summary.items():
