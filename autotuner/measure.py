@@ -389,22 +389,18 @@ class Measurer:
         exact_money = self.exact_money(n) if self.cost.objective == "money" else None
         return summarise(figures, self.exact_scores[:n], self.with_references, self.cost.objective, exact_money)
 
-    def measure_together(self, programs: Sequence[tuple[Callable, dict]],
-                         on_result: Callable[[int, Measurement | str], Any] | None = None) -> list[Measurement | str]:
-        """Each (program, config) measured on the whole split, as `measure` does: a
-        Measurement, or the error line it failed with. On a `one_pass` split (costly
-        inputs, timed whole) the exact program runs once per input beside all of them
-        (`_paired_capturing`): k configurations cost k + 1 runs an input, not 2k; their
-        figures come when the last input is measured. `on_result(i, figure)` as each is."""
-        out: list[Measurement | str] = []
+    def figures_together(self, programs: Sequence[tuple[Callable, dict]]) -> list[Figures | str]:
+        """Each (program, config)'s `figures` on the whole split, or the error line it failed
+        with. On a `one_pass` split (costly inputs, timed whole) the exact program runs once
+        per input beside all of them (`_paired_capturing`): k configurations cost k + 1 runs
+        an input, not 2k."""
         if not self.one_pass:
-            for i, (fn, config) in enumerate(programs):
+            out: list[Figures | str] = []
+            for fn, config in programs:
                 try:
-                    out.append(self.measure(fn, config))
+                    out.append(self.figures(fn, config))
                 except ApproxError as err:
                     out.append(err.line())
-                if on_result is not None:
-                    on_result(i, out[-1])
             return out
         live: list[ApproxError | None] = []
         for fn, _ in programs:  # the warm-up on the first input
@@ -415,15 +411,28 @@ class Measurer:
                 live.append(err)
         runs = iter(self._paired_capturing([fn for (fn, _), err in zip(programs, live) if err is None],
                                            self.cost.repeats))
-        for i, ((_, config), err) in enumerate(zip(programs, live)):
+        out = []
+        for (_, config), err in zip(programs, live):
             got = err if err is not None else next(runs)
             if isinstance(got, ApproxError):
                 out.append(got.line())
             else:
                 timing, outputs = got
-                figures = Figures(self.metric.scores(outputs, self.references),
-                                  self._money(config, self.inputs, outputs), timing)
-                out.append(summarise(figures, self.exact_scores, self.with_references, self.cost.objective))
+                out.append(Figures(self.metric.scores(outputs, self.references),
+                                   self._money(config, self.inputs, outputs), timing))
+        return out
+
+    def measure_together(self, programs: Sequence[tuple[Callable, dict]],
+                         on_result: Callable[[int, Measurement | str], Any] | None = None) -> list[Measurement | str]:
+        """Each (program, config) measured on the whole split, as `measure` does (a
+        Measurement, or the error line it failed with), through `figures_together`: on a
+        costly split the exact program runs once per input beside all of them, and their
+        figures come when the last input is measured. `on_result(i, figure)` as each is."""
+        out: list[Measurement | str] = []
+        for i, got in enumerate(self.figures_together(programs)):
+            out.append(got if isinstance(got, str) else
+                       summarise(got, self.exact_scores, self.with_references, self.cost.objective,
+                                 self.exact_money() if self.cost.objective == "money" else None))
             if on_result is not None:
                 on_result(i, out[-1])
         return out

@@ -3,9 +3,10 @@
 A costly program (an LLM answering: a second a question on one core) measured on
 hundreds of held-out inputs takes an hour a front in one process. With `jobs`
 workers, each takes every `jobs`-th input (its shard), runs the exact program on it
-once, then measures every configuration on it exactly as `Measurer` does: the warm-up
-pass gives the per-input scores, and the exact and approximate programs are timed
-side by side, block by block, in that worker. The shards' scores (put back in input
+once, then measures the configurations on it together as `Measurer.figures_together`
+does: the warm-up pass (or, on costly inputs, the first timed round) gives the per-input
+scores, and the exact and approximate programs are timed side by side, block by block, in
+that worker (on costly inputs the exact program once an input beside all of them). The shards' scores (put back in input
 order) and timed blocks (as seconds of one pass) join into one `Measurement`: the
 same figures, intervals included, as one process measuring all inputs would give,
 in about 1/jobs of the time. Pairing holds within each worker, so workers sharing
@@ -54,12 +55,20 @@ def _serve_shard(source, inputs, references, metric, cost, shard, numbers, tasks
     except Exception as err:
         results.put(("failed", shard, _line(err)))
         return
-    while (task := tasks.get()) is not None:
-        index, config = task
+    while (batch := tasks.get()) is not None:  # [(index, config), ...]: measured together
+        built = []
+        for index, config in batch:
+            try:
+                built.append((index, build(program, config), config))
+            except Exception as err:
+                results.put(("error", shard, index, _line(err)))
         try:
-            results.put(("done", shard, index, m.figures(build(program, config), config)))
-        except Exception as err:
-            results.put(("error", shard, index, _line(err)))
+            got = m.figures_together([(fn, config) for _, fn, config in built])
+        except Exception as err:  # the exact program failing, or a bug: every configuration of the batch
+            got = [_line(err)] * len(built)
+        for (index, _, _), figures in zip(built, got):
+            results.put(("error", shard, index, figures) if isinstance(figures, str) else
+                        ("done", shard, index, figures))
 
 
 def _line(err: Exception) -> str:
@@ -134,11 +143,13 @@ class ShardedEvaluation:
     def measure(self, configs: Sequence[dict], on_result: Callable[[int, Measurement | str], Any] | None = None
                 ) -> list[Measurement | str]:
         """Each configuration measured on all inputs: a Measurement, or the error line of
-        the first shard it failed on. `on_result(i, figure)` as soon as configuration i is
-        measured on every shard (configurations finish in order, workers run ahead)."""
-        for task in enumerate(configs):
-            for q in self._tasks:
-                q.put(task)
+        the first shard it failed on. Each worker measures them together on its shard
+        (`Measurer.figures_together`: on costly inputs its exact program runs once an input
+        beside all of them). `on_result(i, figure)` as soon as configuration i is measured
+        on every shard."""
+        batch = list(enumerate(configs))  # one batch: each worker times its exact program once beside all of them
+        for q in self._tasks:
+            q.put(batch)
         parts: dict[int, dict[int, Figures | str]] = {i: {} for i in range(len(configs))}
         out: list[Measurement | str | None] = [None] * len(configs)
         finished = 0

@@ -92,14 +92,14 @@ def test_a_static_point_the_dynamic_study_copied_is_replayed_held_out_once(tmp_p
     from autotuner import Measurer
     from autotuner.space import config_key
 
-    replays, measure = [], Measurer.measure
+    replays, figures = [], Measurer.figures
 
     def counted(self, fn, config, *args, **kwargs):
         if self.what == "evaluation":
             replays.append(config_key(config))
-        return measure(self, fn, config, *args, **kwargs)
+        return figures(self, fn, config, *args, **kwargs)
 
-    monkeypatch.setattr(Measurer, "measure", counted)
+    monkeypatch.setattr(Measurer, "figures", counted)
     rng = np.random.default_rng(0)
     inputs = [(x, len(x)) for x in (rng.random(int(n)) + 1.0 for n in np.geomspace(50, 20_000, 12))]
     r = tune(ADAPTIVE, inputs, budget=0.05, search=Search(n_trials=6), cost=paid(adaptive_cost),
