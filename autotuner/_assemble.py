@@ -33,9 +33,8 @@ def assemble_result(program, spec, studies, names, eval_m: HeldOutMeasurer | Non
                           knob_space={m: s.describe() for m, s in spaces.items()},
                           timing=TIMING if cost.objective == "time" else None,
                           metric_spec=metric if isinstance(metric, str) else None)
-    replayed: dict = {}  # "study#trial" -> held-out figures: a trial the dynamic study copied is not replayed twice
     fronts = {m: front(records(study), budget) for m, study in studies.items()}
-    if eval_m is not None:  # every mode's chosen points in one held-out pass
+    if eval_m is not None:  # every mode's chosen points in one held-out pass (a configuration two chose, once)
         replay_together({studies[m]: fr for m, fr in fronts.items()}, program, eval_m, eval_levels)
     for m, study in studies.items():
         c = counts(study)
@@ -52,7 +51,7 @@ def assemble_result(program, spec, studies, names, eval_m: HeldOutMeasurer | Non
         result.all_trials += [TrialPoint(m, r.config, r.qos_loss, r.speedup, r.number not in on_front, r.number,
                                          r.feasible(budget), r.pruned, r.loss_interval)
                               for r in recs if not r.duplicate]
-        result.front += eval_front(study, fr, program, eval_m, m, notes, eval_levels, replayed)
+        result.front += eval_front(study, fr, program, eval_m, m, notes, eval_levels)
         result.importances[m] = importances(study, [k.name for k in program.knobs()])
     # after the evaluation, whose timings ran the exact program
     exact_eval = exact_figures(studies.values(), eval_m) if eval_m is not None else None

@@ -7,7 +7,6 @@ figure is missing."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -19,6 +18,7 @@ from autotuner.explain import is_exact
 from autotuner.measure import Measurer
 from autotuner.results import FrontPoint
 from autotuner.settings import Cost
+from autotuner.space import config_key
 
 MAX_TIMING_ROUNDS = 5  # front timing: rounds of timing the untimed points of the front
 EXACT = "eval:exact"  # study attr: the held-out exact program's figures (`exact_figures`)
@@ -148,19 +148,18 @@ def chosen_at(fr: list, levels) -> set[int]:
     return out
 
 
-def eval_front(study, fr: list, program, held_out: HeldOutMeasurer | None, mode: str, notes: list, levels=None,
-               replayed_in: dict | None = None) -> list[FrontPoint]:
-    """The front's points, re-measured on the held-out split (`held_out`, made only for
-    a figure not kept; kept in the study, so a resume does not measure them again);
-    with `levels`, only the points chosen at them
-    (`chosen_at`: a large front of a costly program costs a held-out pass per point,
-    and only the chosen ones are reported). A point with every knob exact is the exact
-    program (knob 0 is exact): 1.00x and no loss, not timed against itself (for a
-    costly program, two exact passes saved per mode). `replayed_in`: "study#trial" ->
-    held-out figures, shared by the modes of one run; a trial copied from one replayed
-    already (`warm_start`: the dynamic study starts with the static trials) takes its
-    figures: one configuration, one replay."""
-    points, figures, pending, exact = [], {}, [], []
+def eval_front(study, fr: list, program, held_out: HeldOutMeasurer | None, mode: str, notes: list,
+               levels=None) -> list[FrontPoint]:
+    """The front's points with their held-out figures (`held_out`, made only for a figure
+    not kept; kept in the study, so a resume does not measure them again); with `levels`,
+    only the points chosen at them (`chosen_at`: a large front of a costly program costs
+    a held-out pass per point, and only the chosen ones are reported). Those not measured
+    yet are replayed here (`replay_together`; a run replays every mode's first, in one
+    pass). A point with every knob exact is the exact program (knob 0 is exact): 1.00x and
+    no loss, not timed against itself (for a costly program, two exact passes saved per mode)."""
+    if held_out is not None:
+        replay_together({study: fr}, program, held_out, levels)
+    points, figures, exact = [], {}, []
     replayed = chosen_at(fr, levels) if levels is not None else {r.number for r in fr}
     for r in fr:
         p = FrontPoint(mode, r.config, r.qos_loss, r.speedup, seconds_tune=r.attrs.get("seconds"),
@@ -173,21 +172,10 @@ def eval_front(study, fr: list, program, held_out: HeldOutMeasurer | None, mode:
         points.append(p)
         if held_out is None or r.number not in replayed:
             continue
-        cached = study.user_attrs.get(f"eval:{r.number}")
-        source = (replayed_in or {}).get(r.attrs.get(REUSED))
-        if cached is None and source is not None:
-            cached = source
-            study.set_user_attr(f"eval:{r.number}", cached)
-        if cached is None and all(is_exact(v) for v in r.config.values()):
+        if all(is_exact(v) for v in r.config.values()):
             exact.append(r.number)  # the exact program, whose figures the evaluation's exact runs give (below)
-        elif cached is None:
-            pending.append(r)
         else:
-            figures[r.number] = cached
-
-    if pending:
-        replay(program, held_out, [(study, r.number, r.config) for r in pending])
-        figures.update({r.number: study.user_attrs[f"eval:{r.number}"] for r in pending})
+            figures[r.number] = study.user_attrs[f"eval:{r.number}"]
     for number in exact:  # after the others: their paired timings ran the exact program (`Measurer.paired`)
         e = exact_figures([study], held_out)
         figures[number] = {"qos_loss": 0.0, "speedup": 1.0, "seconds": e["seconds"], "money": e["money"],
@@ -196,8 +184,6 @@ def eval_front(study, fr: list, program, held_out: HeldOutMeasurer | None, mode:
         cached = figures.get(r.number)
         if cached is None:
             continue
-        if replayed_in is not None:
-            replayed_in[f"{study.study_name}#{r.number}"] = cached
         if "error" in cached:
             notes.append(f"{mode} trial {r.number}: held-out evaluation failed: {cached['error']}")
         else:
@@ -223,7 +209,7 @@ def replay_together(fronts: dict, program, held_out: HeldOutMeasurer, levels=Non
         for r in fr:
             if r.number not in replayed or all(is_exact(v) for v in r.config.values()):
                 continue
-            names = [f"{study.study_name}#{r.number}", json.dumps(r.config, sort_keys=True, default=str)]
+            names = [f"{study.study_name}#{r.number}", config_key(r.config)]
             if f"eval:{r.number}" in study.user_attrs:  # kept by an earlier run
                 kept.update({k: study.user_attrs[f"eval:{r.number}"] for k in names})
                 continue

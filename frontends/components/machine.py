@@ -153,10 +153,12 @@ def _read(path: Path) -> dict:
 
 
 def _cached(path: Path, key: str, what: str, candidates: Sequence[str], refresh: bool):
-    """(speedups, shares of equal outputs, candidates not probed yet) of knob `what` on machine `key`."""
+    """(speedups, shares of equal outputs, candidates not probed yet, {value: the error its
+    probe failed with}) of knob `what` on machine `key`."""
     data = _read(path).get(key, {})
     known, agree = data.get(what, {}), data.get(f"{what} same", {})
-    return known, agree, [v for v in candidates if refresh or v not in known or v not in agree]
+    return (known, agree, [v for v in candidates if refresh or v not in known or v not in agree],
+            data.get(f"{what} failed", {}))
 
 
 @contextlib.contextmanager
@@ -285,12 +287,10 @@ def paying_values(what: str, run_at: Callable[[str | None], Iterable | None], ca
             if v in skip:
                 log(f"{what} = {v} left out by {run_settings.where_set('leave_out')}")
     candidates = [v for v in candidates if v not in skip]
-    known, agree, todo = _cached(path, key, what, candidates, refresh)
-    failed = _read(path).get(key, {}).get(f"{what} failed", {})  # value -> the error of its probe
+    known, agree, todo, failed = _cached(path, key, what, candidates, refresh)
     if todo:
         with _probing(path, what):  # another process probing this knob now: its figures, once it ends
-            known, agree, todo = _cached(path, key, what, candidates, refresh)
-            failed = _read(path).get(key, {}).get(f"{what} failed", {})
+            known, agree, todo, failed = _cached(path, key, what, candidates, refresh)
             if todo:
                 speedups, same, errors = measure_speedups(run_at, todo, device=device, build=build,
                                                           min_same=min_same, clock=clock)
