@@ -7,9 +7,9 @@ once, then measures the configurations on it together as `Measurer.figures_toget
 does: the warm-up pass (or, on costly inputs, the first timed round) gives the per-input
 scores, and the exact and approximate programs are timed side by side, block by block, in
 that worker (on costly inputs the exact program once an input beside all of them). The
-shards' scores (put back in input order) and timed blocks (as seconds of one pass) join into one `Measurement`: the
-same figures, intervals included, as one process measuring all inputs would give,
-in about 1/jobs of the time. Pairing holds within each worker, so workers sharing
+shards' scores (put back in input order) and timed blocks (as seconds of one pass) join
+into one `Measurement`: the same figures, intervals included, as one process measuring
+all inputs would give, in about 1/jobs of the time. Pairing holds within each worker, so workers sharing
 a machine's memory bandwidth slow both programs alike.
 """
 
