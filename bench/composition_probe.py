@@ -9,6 +9,11 @@ the held-out ones (`--rules`).
     python bench/composition_probe.py --n-tune 100 --n-eval 200 --jsonl bench/composition_probe.jsonl
     python bench/composition_probe.py --rules bench/composition_probe.jsonl
     python bench/composition_probe.py --exact bench/composition_probe.jsonl   # the system's exact program
+    python bench/composition_probe.py --hinted --jsonl bench/composition_probe_hinted.jsonl
+
+`--hinted`: Gemma with the adapters trained to read the reader's span in its prompt
+(examples/models/gemma3_hint_lora.npz, `verifier.Verified(..., hinted=True)`); its answer and
+both scores are taken with the span in the prompt.
 
 Questions: `examples.systems.common.question_sets` (tuning and held-out articles disjoint,
 neither among Gemma's training articles); passages: the RAG-BM25 system's top 3 of all
@@ -30,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 def probe(args) -> None:
     from autotuner.metrics import containment
     from examples import squad
-    from examples.systems.common import GEMMA_ADAPTER, one_thread, question_sets, readers
+    from examples.systems.common import GEMMA_ADAPTER, GEMMA_HINT_ADAPTER, one_thread, question_sets, readers
+    from frontends.components.llm.base import build_prompt
     from frontends.components.llm.gemma import Gemma3
     from frontends.components.llm.smollm import first_line
     from frontends.components.retrieval import Bm25Retriever
@@ -39,7 +45,7 @@ def probe(args) -> None:
     corpus = tuple(squad.paragraphs())
     search = Bm25Retriever(corpus, top_k=3).build({})
     reader = readers()[1]
-    lm = Gemma3.load(GEMMA_ADAPTER)
+    lm = Gemma3.load(GEMMA_HINT_ADAPTER if args.hinted else GEMMA_ADAPTER)
     (tq, ta), (eq, ea) = question_sets(args.n_tune, args.seed, args.n_eval)
     items = [("tune", q, a) for q, a in zip(tq, ta)] + [("eval", q, a) for q, a in zip(eq, ea)]
     done = set()
@@ -53,11 +59,12 @@ def probe(args) -> None:
                 continue
             passages = [corpus[j] for j in search(q).ids]
             r = reader.answer(q, passages)
-            new, logps, _ = lm.generate(q, passages, 16)
+            content = build_prompt(q, passages, r.text) if args.hinted else lm.prompt(q, passages)
+            new, logps, _ = lm.generate_turn(content, 16)
             g_text = first_line(lm.tokenizer.decode(new, skip_special_tokens=True))
             # both candidates teacher-forced after the prompt (one token decoded, thrown away)
             _, _, _, (r_logps, g_logps) = lm.generate_scored(
-                lm.prompt(q, passages), [lm.continuation_ids(r.text), lm.continuation_ids(g_text)], 1)
+                content, [lm.continuation_ids(r.text), lm.continuation_ids(g_text)], 1)
             (lr, nr), (lg, ng) = (sum(r_logps), len(r_logps)), (sum(g_logps), len(g_logps))
             row = {"split": split, "question": q, "gold": list(gold), "reader": r.text, "reader_conf": r.confidence,
                    "gemma": g_text, "gemma_conf": float(sum(logps)), "lp_reader": lr, "n_reader": nr,
@@ -126,6 +133,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jsonl", default=str(ROOT / "bench" / "composition_probe.jsonl"))
     ap.add_argument("--rules", type=Path, help="fit and replay the rules on a probe's records")
+    ap.add_argument("--hinted", action="store_true", help="Gemma reads the reader's span (the hinted adapters)")
     ap.add_argument("--exact", type=Path, help="the system's exact program on a probe's questions")
     args = ap.parse_args(argv)
     if args.exact:

@@ -8,6 +8,23 @@ and gguf but neither this project's data nor its pinned tokenizer:
     python -m examples.train_gemma train --gguf G --out DIR   # the GPU: adapters + new tokens -> DIR
     python -m examples.train_gemma score --run DIR    # here: scored -> examples/models/gemma3_metrics.json
 
+The hinted adapters (`gemma3_hint_lora.npz`, the exact program's answer model reading the
+reader's span in its prompt: `verifier.Hinted`) take two more steps first: cross-fitted
+readers answer the training questions (each from a reader that never read the question's
+article, as the committed reader never read the tuning and evaluation articles), and
+`prepare --hints` puts those spans in the training prompts and the committed reader's in
+the evaluation prompts:
+
+    python -m examples.train_gemma prepare            # also writes train_contexts.json beside the data
+    python -m examples.train_reader --layers 6 --folds 2 --out FOLDS --model-dir M   # the GPU
+    python -m examples.train_gemma hints --readers FOLDS --model-dir M --out HINTS   # the GPU
+    python -m examples.train_gemma prepare --hints HINTS --data D   # 80 % of the prompts carry the span
+    python -m examples.train_gemma train --data D ...   # the GPU
+    python -m examples.train_gemma score --run DIR --hinted   # HINTS saved as hints.json beside the data
+
+A fifth of the training prompts carry no span (`--hint-share`), so the same adapters also
+answer alone (the systems' variant without the reader).
+
 Data: the training articles of the by-article split (examples/squad.py) only. Each
 training question reads the top 3 BM25 passages among the training articles'
 paragraphs, as the RAG systems read theirs (the gold paragraph may be missing: the
@@ -37,6 +54,8 @@ import torch
 
 OUT = Path(__file__).resolve().parent / "models"
 ADAPTER, METRICS = "gemma3_lora.npz", "gemma3_metrics.json"
+HINTED = "gemma3_hint_lora.npz", "gemma3_hint_metrics.json"  # the adapters reading the reader's span
+CONTEXTS = "train_contexts.json"  # each training question's passages (paragraph ids), for `hints`
 END = "<end_of_turn>"
 STOP_TOKENS = ("<end_of_turn>", "<eos>")
 
@@ -71,23 +90,72 @@ def prepare(args) -> None:
     qs = squad.questions_of("train")
     qs = qs[:args.max_questions or None]
     bm25 = Bm25(sorted({q.paragraph for q in squad.questions_of("train")}))
-    prompts, targets = [], []
+    spans = json.loads(args.hints.read_text())["spans"] if args.hints else {}
+    rng = random.Random(args.seed)  # which training prompts carry the span
+    prompts, targets, contexts = [], [], []
     start = time.time()
     for q in qs:
-        passages = [squad.paragraphs()[i] for i in bm25.top(q.question, 3)]
-        prompts.append(enc(gemma_turn(build_prompt(q.question, passages))))
+        ids = bm25.top(q.question, 3)
+        passages = [squad.paragraphs()[i] for i in ids]
+        contexts.append({"qid": q.qid, "article": q.article, "question": q.question, "passages": ids})
+        hinted = spans and rng.random() < args.hint_share
+        prompts.append(enc(gemma_turn(build_prompt(q.question, passages, spans[q.qid] if hinted else None))))
         targets.append(enc(q.answers[0].strip() + END))
     evals = eval_questions(args.eval_questions, args.seed)
     everything = Bm25(list(range(len(squad.paragraphs()))))
     top3 = [[squad.paragraphs()[i] for i in everything.top(q.question, 3)] for q in evals]
-    eval_prompts = [enc(gemma_turn(build_prompt(q.question, passages))) for q, passages in zip(evals, top3)]
+    reader = pro_reader() if spans else None
+    eval_prompts = [enc(gemma_turn(build_prompt(q.question, passages, reader.answer(q.question, passages).text
+                                                if reader else None))) for q, passages in zip(evals, top3)]
     stops = [int(tok.convert_tokens_to_ids(t)) for t in STOP_TOKENS]
     args.data.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.data, **dict(zip(("prompt", "prompt_at"), ragged(prompts))),
                         **dict(zip(("target", "target_at"), ragged(targets))),
-                        **dict(zip(("eval", "eval_at"), ragged(eval_prompts))), stops=np.array(stops))
+                        **dict(zip(("eval", "eval_at"), ragged(eval_prompts))), stops=np.array(stops),
+                        hint_share=np.array(args.hint_share if spans else 0.0))
+    (args.data.parent / CONTEXTS).write_text(json.dumps(contexts) + "\n")
     print(f"{len(prompts)} training examples ({sum(map(len, prompts)) + sum(map(len, targets))} tokens), "
           f"{len(eval_prompts)} evaluation prompts, {time.time() - start:.0f} s -> {args.data}", flush=True)
+
+
+def pro_reader():
+    """The committed pro reader, as the RAG systems load it."""
+    from examples.systems.common import readers
+
+    return readers()[1]
+
+
+def hints(args) -> None:
+    """Each training question answered by the cross-fitted reader (`train_reader.py --folds`)
+    that left its article out, from the passages `prepare` gave it (train_contexts.json);
+    writes {"spans": {qid: span}, ...} with each fold's containment. Runs on the GPU machine."""
+    from autotuner.metrics import containment
+    from examples import squad
+    from examples.train_reader import fold_articles
+    from frontends.components.llm.reader import ExtractiveReader, load_tokenizer
+    from frontends.components.llm.span_model import fold_lora, load_span_model
+
+    folds = sorted(args.readers.glob("reader_l6_fold*.npz"))
+    if len(folds) < 2:
+        raise SystemExit(f"{args.readers}: no cross-fitted readers (reader_l6_fold*.npz; train_reader.py --folds)")
+    tok = load_tokenizer(args.model_dir)
+    readers = []
+    for path in folds:
+        module = load_span_model(path, args.model_dir)
+        fold_lora(module)
+        readers.append(ExtractiveReader(module, tok, name=path.stem, device=args.device))
+    fold_of = {a: k for k in range(len(folds)) for a in fold_articles(k, len(folds))}
+    gold = {q.qid: q.answers for q in squad.questions_of("train")}
+    spans, right, start = {}, [[] for _ in folds], time.time()
+    for c in json.loads((args.data.parent / CONTEXTS).read_text()):
+        k = fold_of[c["article"]]
+        span = readers[k].answer(c["question"], [squad.paragraphs()[i] for i in c["passages"]]).text
+        spans[c["qid"]] = span
+        right[k].append(containment(span, gold[c["qid"]]))
+    out = {"spans": spans, "seconds": round(time.time() - start, 1),
+           "containment": {path.stem: round(100 * float(np.mean(r)), 1) for path, r in zip(folds, right)}}
+    args.out.write_text(json.dumps(out) + "\n")
+    print(json.dumps({k: v for k, v in out.items() if k != "spans"}), f"{len(spans)} spans -> {args.out}", flush=True)
 
 
 def batches(examples, batch: int, generator: torch.Generator):
@@ -173,6 +241,7 @@ def train(args) -> None:
     info = {"train_questions": len(examples), "train_seconds": seconds, "log": log, "device": device,
             "torch": torch.__version__, "transformers": transformers.__version__,
             "eval_decode_seconds": round(time.time() - t0, 1),
+            "hint_share": float(data["hint_share"]) if "hint_share" in data else 0.0,
             "command": "python -m examples.train_gemma train " + " ".join(
                 f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
                 if k in ("epochs", "rank", "alpha", "batch", "lr", "seed", "eval_tokens"))}
@@ -208,19 +277,29 @@ def score(args) -> None:
     if args.cpu:
         from examples import squad
         from examples.train_llm import Bm25
+        from frontends.components.llm.verifier import Verified
 
         lm = Gemma3.load(args.run / ADAPTER)
+        model = Verified(lm, pro_reader(), float("inf"), hinted=True) if args.hinted else lm  # its own answer
         everything = Bm25(list(range(len(squad.paragraphs()))))
         start, cpu = time.time(), []
         for q in qs[:args.cpu]:
-            cpu.append(lm.answer(q.question, [squad.paragraphs()[i] for i in everything.top(q.question, 3)], 16).text)
+            passages = [squad.paragraphs()[i] for i in everything.top(q.question, 3)]
+            cpu.append(model.answer(q.question, passages, 16).text)
         evaluation["cpu_float32"] = {"questions": args.cpu, "same_answers": sum(a == b for a, b in zip(cpu, answers)),
                                      "seconds_per_question": round((time.time() - start) / args.cpu, 2),
                                      **figures(cpu, qs[:args.cpu])}
     OUT.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(args.run / ADAPTER, OUT / ADAPTER)
-    training = {**run["training"], "file": ADAPTER, "bytes": (OUT / ADAPTER).stat().st_size}
-    (OUT / METRICS).write_text(json.dumps({"training": training, "evaluation": evaluation}, indent=2) + "\n")
+    adapter, metrics = HINTED if args.hinted else (ADAPTER, METRICS)
+    shutil.copyfile(args.run / ADAPTER, OUT / adapter)
+    training = {**run["training"], "file": adapter, "bytes": (OUT / adapter).stat().st_size}
+    if args.hinted:  # what the training prompts' spans were: each fold's containment, and the readers'
+        hint_file = args.data.parent / "hints.json"
+        folds = args.data.parent / "reader_folds_metrics.json"
+        training["hints"] = {k: v for k, v in json.loads(hint_file.read_text()).items() if k != "spans"}
+        if folds.exists():
+            training["hints"]["readers"] = json.loads(folds.read_text())
+    (OUT / metrics).write_text(json.dumps({"training": training, "evaluation": evaluation}, indent=2) + "\n")
     print(json.dumps({k: v for k, v in evaluation.items() if k != "examples"}), flush=True)
 
 
@@ -235,6 +314,17 @@ def main() -> None:
         s.add_argument("--data", type=Path, default=default_data)
     sub.choices["prepare"].add_argument("--max-questions", type=int, default=0,
                                         help="the first N training questions (0: all)")
+    sub.choices["prepare"].add_argument("--hints", type=Path, default=None,
+                                        help="the spans `hints` wrote: the prompts carry the reader's answer")
+    sub.choices["prepare"].add_argument("--hint-share", type=float, default=0.8,
+                                        help="with --hints: the share of training prompts that carry the span "
+                                             "(the rest teach the adapters to answer without one too)")
+    h = sub.add_parser("hints")
+    h.add_argument("--data", type=Path, default=default_data, help="beside it: the train_contexts.json of `prepare`")
+    h.add_argument("--readers", type=Path, required=True, help="the folder of train_reader.py --folds")
+    h.add_argument("--model-dir", type=Path, default=None, help="MiniLM folder (default: the installed package)")
+    h.add_argument("--out", type=Path, required=True)
+    h.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     t = sub.choices["train"]
     t.add_argument("--gguf", type=Path, required=True,
                    help="the Gemma 3 270M GGUF file (gemma.gguf_path() assembles it)")
@@ -249,8 +339,10 @@ def main() -> None:
     s = sub.choices["score"]
     s.add_argument("--run", type=Path, required=True, help="the folder `train` wrote")
     s.add_argument("--cpu", type=int, default=0, help="also answer the first N here through Gemma3 (float32)")
+    s.add_argument("--hinted", action="store_true",
+                   help="the run trained on `prepare --hints` data: commit it as the hinted adapters")
     args = p.parse_args()
-    {"prepare": prepare, "train": train, "score": score}[args.step](args)
+    {"prepare": prepare, "hints": hints, "train": train, "score": score}[args.step](args)
 
 
 if __name__ == "__main__":

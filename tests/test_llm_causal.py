@@ -80,5 +80,7 @@ def test_errors_are_one_clear_line(tmp_path):
 def test_prompt_round_trip():
     q, ctx = parse_prompt(build_prompt(QUESTION, CONTEXTS))
     assert (q, ctx) == (QUESTION, CONTEXTS)
+    assert parse_prompt(build_prompt(QUESTION, CONTEXTS, candidate="a span")) == (QUESTION, CONTEXTS)
+    assert build_prompt(QUESTION, CONTEXTS, candidate="a span") != build_prompt(QUESTION, CONTEXTS)
     with pytest.raises(ApproxError, match="shape"):
         parse_prompt("hello")

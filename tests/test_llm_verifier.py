@@ -68,3 +68,20 @@ def test_the_prompt_budgets_count_the_verifying_models_tokens(torch_gemma):
     verified = Verified(torch_gemma, common.readers()[1])
     text = "The Normans conquered England in 1066."
     assert verified.token_spans(text) == torch_gemma.token_spans(text) != common.readers()[1].token_spans(text)
+
+
+def test_a_hinted_verifier_answers_from_a_prompt_that_holds_the_span(torch_gemma):
+    from frontends.components.llm.base import build_prompt, first_line
+
+    reader = common.readers()[1]
+    question, passages = rag_probe()[0]
+    span = reader.answer(question, passages).text
+    hinted = Verified(torch_gemma, reader, math.inf, hinted=True)
+    content = build_prompt(question, passages, span)
+    assert span in content and span not in torch_gemma.prompt(question, passages).split("Question:")[1]
+    tokens, _, _ = torch_gemma.generate_turn(content, PROBE_TOKENS)
+    own = first_line(torch_gemma.tokenizer.decode(tokens, skip_special_tokens=True))
+    assert hinted.answer(question, passages, PROBE_TOKENS).text == own
+    assert Verified(torch_gemma, reader, -math.inf, hinted=True).answer(question, passages, PROBE_TOKENS).text == span
+    assert hinted.identity() != Verified(torch_gemma, reader, math.inf).identity()  # kept outputs apart
+    assert hinted.variant_for(GenerateSettings(model="answer", precision="bfloat16")).hinted

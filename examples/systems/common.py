@@ -17,6 +17,7 @@ from frontends.components.llm.policy import exact_engine, exact_path
 MODELS = Path(__file__).resolve().parents[1] / "models"
 SMOLLM_ADAPTER = MODELS / "smollm2_lora.npz"  # SmolLM2's adapters for SQuAD answers (examples/train_llm.py)
 GEMMA_ADAPTER = MODELS / "gemma3_lora.npz"  # Gemma 3 270M's adapters for SQuAD answers (examples/train_gemma.py)
+GEMMA_HINT_ADAPTER = MODELS / "gemma3_hint_lora.npz"  # the same, reading the reader's span (train_gemma.py --hints)
 NARROW = {"answer.precision": [0, 1]}  # the MiniLM readers' float16 (value 2) runs 4x slower than float32 on
 # these CPUs (no fp16 units); the LLM systems offer only the values their probe found to pay
 

@@ -213,14 +213,18 @@ def check_answer(ans, name: str) -> None:
 
 
 INSTRUCTION = "Answer the question using the context. Reply with a short answer only."
+CANDIDATE = "Reader's answer: "
 _PASSAGE = re.compile(r"^\[(\d+)\] ", re.M)
 
 
-def build_prompt(question: str, contexts: Sequence[str]) -> str:
+def build_prompt(question: str, contexts: Sequence[str], candidate: str | None = None) -> str:
     """The prompt generative models see; `parse_prompt` inverts it (the server
-    uses that to serve an extractive reader behind the completions API)."""
+    uses that to serve an extractive reader behind the completions API).
+    `candidate`: a cheaper model's answer, on a line after the question, for a model
+    trained to read one (`verifier.Verified(..., hinted=True)`)."""
     body = "\n".join(f"[{i + 1}] {' '.join(c.split())}" for i, c in enumerate(contexts))
-    return f"{INSTRUCTION}\n\nContext:\n{body}\n\nQuestion: {' '.join(question.split())}\nAnswer:"
+    hint = "" if candidate is None else f"\n{CANDIDATE}{' '.join(candidate.split())}"
+    return f"{INSTRUCTION}\n\nContext:\n{body}\n\nQuestion: {' '.join(question.split())}{hint}\nAnswer:"
 
 
 def parse_prompt(prompt: str) -> tuple[str, list[str]]:
@@ -230,7 +234,7 @@ def parse_prompt(prompt: str) -> tuple[str, list[str]]:
     if not sep or not rest.endswith("\nAnswer:") or "Context:\n" not in head:
         raise ApproxError("prompt is not in the 'Context: ... Question: ... Answer:' shape that build_prompt makes",
                           where="parse_prompt")
-    question = rest[: -len("\nAnswer:")]
+    question = rest[: -len("\nAnswer:")].partition(f"\n{CANDIDATE}")[0]
     body = head.split("Context:\n", 1)[1]
     parts = _PASSAGE.split(body)  # ['', '1', text, '2', text, ...]
     return question, [t.rstrip("\n") for t in parts[2::2]]

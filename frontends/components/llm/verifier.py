@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from frontends.components.llm.base import Answer, AnswerModel, first_line
+from frontends.components.llm.base import Answer, AnswerModel, build_prompt, first_line
 from frontends.components.llm.causal import sequence_confidence
 
 if TYPE_CHECKING:
@@ -33,16 +33,18 @@ def mean(values) -> float:
 
 class Verified(AnswerModel):
     """`model` (a generative model with `generate_scored`, e.g. `SmolLM2`, `Gemma3` or their
-    engine builds) verifying `candidate`'s answer; see the module docstring. The op's
+    engine builds) verifying `candidate`'s answer; see the module docstring. `hinted`: the
+    model reads the candidate's span in its prompt (`build_prompt(..., candidate=span)`:
+    adapters trained so, `examples/train_gemma.py prepare --hints`) before answering and scoring it. The op's
     settings reach `model` (its variants, its generation options); `candidate` answers as
     it is. Confidence: the chosen answer's exp(mean log-probability) under `model`."""
 
     deterministic = True
 
     def __init__(self, model: SmolLM2, candidate: AnswerModel, margin: float = MARGIN,
-                 name: str | None = None):
-        self.model, self.candidate, self.margin = model, candidate, float(margin)
-        self.name = name or f"{model.name}_verifying_{candidate.name}"
+                 name: str | None = None, hinted: bool = False):
+        self.model, self.candidate, self.margin, self.hinted = model, candidate, float(margin), bool(hinted)
+        self.name = name or f"{model.name}_{'reading' if hinted else 'verifying'}_{candidate.name}"
         self.deterministic = bool(model.deterministic and candidate.deterministic)
 
     @property
@@ -54,7 +56,7 @@ class Verified(AnswerModel):
         """Names its outputs across processes (kept outputs): both models' and the margin."""
         from frontends.components.kept import provider_identity
 
-        return (f"{type(self).__module__}.{type(self).__name__}:{self.margin}:"
+        return (f"{type(self).__module__}.{type(self).__name__}:{self.margin}:{'hinted:' if self.hinted else ''}"
                 f"{provider_identity(self.model)}+{provider_identity(self.candidate)}")
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
@@ -64,15 +66,15 @@ class Verified(AnswerModel):
     def variant_for(self, settings) -> Verified:
         """The model's variant for `settings`, verifying the same candidate."""
         model = self.model.variant_for(settings)
-        return self if model is self.model else Verified(model, self.candidate, self.margin, self.name)
+        return self if model is self.model else Verified(model, self.candidate, self.margin, self.name, self.hinted)
 
     def _answer(self, question: str, contexts: list[str], max_new_tokens: int | None, **options) -> Answer:
         proposed = self.candidate.answer(question, contexts)
         span = proposed.text.strip()
         model = self.model
         continuations = [model.continuation_ids(span)] if span else []
-        tokens, logps, prompt, scores = model.generate_scored(model.prompt(question, contexts), continuations,
-                                                              max_new_tokens, **options)
+        content = build_prompt(question, contexts, span) if self.hinted else model.prompt(question, contexts)
+        tokens, logps, prompt, scores = model.generate_scored(content, continuations, max_new_tokens, **options)
         own = first_line(model.tokenizer.decode(tokens, skip_special_tokens=True))
         take_span = bool(scores) and mean(scores[0]) - mean(logps) > self.margin
         chosen = scores[0] if take_span else logps
