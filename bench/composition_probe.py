@@ -10,6 +10,7 @@ the held-out ones (`--rules`).
     python bench/composition_probe.py --rules bench/composition_probe.jsonl
     python bench/composition_probe.py --exact bench/composition_probe.jsonl   # the system's exact program
     python bench/composition_probe.py --hinted --jsonl bench/composition_probe_hinted.jsonl
+    # one process a core, appending to one file: --shards 2 --shard 0 & ... --shards 2 --shard 1
 
 `--hinted`: Gemma with the adapters trained to read the reader's span in its prompt
 (examples/models/gemma3_hint_lora.npz, `verifier.Verified(..., hinted=True)`); its answer and
@@ -55,7 +56,7 @@ def probe(args) -> None:
     start = time.monotonic()
     with out.open("a") as f:
         for i, (split, q, gold) in enumerate(items):
-            if q in done:
+            if q in done or i % args.shards != args.shard:
                 continue
             passages = [corpus[j] for j in search(q).ids]
             r = reader.answer(q, passages)
@@ -133,6 +134,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jsonl", default=str(ROOT / "bench" / "composition_probe.jsonl"))
     ap.add_argument("--rules", type=Path, help="fit and replay the rules on a probe's records")
+    ap.add_argument("--shard", type=int, default=0, help="answer the questions i with i %% SHARDS == SHARD")
+    ap.add_argument("--shards", type=int, default=1, help="processes appending to one --jsonl (one a core)")
     ap.add_argument("--hinted", action="store_true", help="Gemma reads the reader's span (the hinted adapters)")
     ap.add_argument("--exact", type=Path, help="the system's exact program on a probe's questions")
     args = ap.parse_args(argv)

@@ -9,7 +9,7 @@ and gguf but neither this project's data nor its pinned tokenizer:
     python -m examples.train_gemma score --run DIR    # here: scored -> examples/models/gemma3_metrics.json
 
 The hinted adapters (`gemma3_hint_lora.npz`, the exact program's answer model reading the
-reader's span in its prompt: `verifier.Hinted`) take two more steps first: cross-fitted
+reader's span in its prompt: `Verified(..., hinted=True)`) take two more steps first: cross-fitted
 readers answer the training questions (each from a reader that never read the question's
 article, as the committed reader never read the tuning and evaluation articles), and
 `prepare --hints` puts those spans in the training prompts and the committed reader's in
