@@ -1,0 +1,22 @@
+"""`make demo` keeps to its time on any CPU: the LLM demo's search gets what the held-out
+replay leaves of the run's budget, decided on the exact program's measured seconds a
+question (here injected, never timed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from examples.demo import MIN_SEARCH, REPLAY_RUNS, search_seconds
+
+
+def test_a_slower_machine_searches_less_and_the_replay_keeps_its_share():
+    fast = search_seconds(360, 20, 1.5, 40, 120)
+    slow = search_seconds(360, 20, 2.5, 40, 120)
+    assert fast == 120  # the system's own search time is the most it gets
+    assert slow == pytest.approx(360 - 20 - REPLAY_RUNS * 40 * 2.5) and slow < fast
+    assert 20 + slow + REPLAY_RUNS * 40 * 2.5 == pytest.approx(360)  # the whole budget, no more
+
+
+def test_the_search_never_falls_below_its_floor():
+    assert search_seconds(360, 20, 30.0, 40, 120) == MIN_SEARCH
+    assert search_seconds(10, 20, 1.0, 40, 120) == MIN_SEARCH
