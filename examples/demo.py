@@ -19,6 +19,7 @@ The compiler-only demo (approx-opt and the JIT on one MLIR file) is
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -27,19 +28,21 @@ from frontends.components import run_settings
 from frontends.quiet import quiet_third_party
 
 DEMOS = [n for n, s in SYSTEMS.items() if s.demo]  # each gives its --n-tune, --n-eval, --trials, --seconds
-# Exact-program runs that one held-out question costs an LLM demo besides its search (the replay of
-# the chosen points beside the exact program, and the tuner's own exact runs), measured from the
-# demo's figures: 2.0 on the AMX Xeon, 2.5 with the instruction sets capped to AVX2.
-REPLAY_RUNS = 2.5
+# What an LLM demo costs besides its search, in exact-program runs of one question in one worker,
+# measured from the demo's own figures (one worker, the AVX-512 EPYC, eager torch): a held-out
+# question 2.5 (the chosen points replayed beside the exact program), a tuning question 10 (the
+# exact passes of both modes, the trials still running at the deadline, the staged slices).
+REPLAY_RUNS, TUNE_RUNS = 2.5, 10.0
 MIN_SEARCH = 45.0  # seconds: below this the dynamic search finds little past the static one
 
 
-def search_seconds(budget: float, spent: float, exact_seconds: float, n_eval: int, most: float) -> float:
-    """The search time that leaves the held-out replay its share of the run's `budget`
-    (seconds, `spent` of them gone), on a machine where the exact program takes
-    `exact_seconds` a question: at most `most`, at least MIN_SEARCH."""
-    left = budget - spent - REPLAY_RUNS * n_eval * exact_seconds
-    return max(MIN_SEARCH, min(most, left))
+def search_seconds(budget: float, spent: float, exact_seconds: float, n_tune: int, n_eval: int, most: float,
+                   jobs: int = 1) -> float:
+    """The search time that leaves the rest of the run its share of `budget` (seconds,
+    `spent` of them gone), where the exact program takes `exact_seconds` a question and
+    `jobs` workers share the questions: at most `most`, at least MIN_SEARCH."""
+    rest = (TUNE_RUNS * n_tune + REPLAY_RUNS * n_eval) * exact_seconds / jobs
+    return max(MIN_SEARCH, min(most, budget - spent - rest))
 
 
 def exact_seconds(program, question) -> float:
@@ -90,6 +93,8 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=6.0, help="LLM systems: the run's time budget, set-up not "
                     "counted (default 6): the search gets what the held-out replay leaves, at most the system's "
                     "own search time")
+    ap.add_argument("--jobs", type=int, help="worker processes of the search and the held-out replay (default: "
+                    "LLM systems one a core, at most 2; else 1)")
     ap.add_argument("--tuning-qos", choices=("agreement", "gold", "kept"), default="agreement",
                     help="what the search scores on the tuning questions (default: agreement with the exact "
                     "program's answers, every question counting; gold: the gold answers, as held out)")
@@ -105,6 +110,8 @@ def demo(args) -> int:
     described = SYSTEMS[args.system]
     defaults = dict(zip(("n_tune", "n_eval", "trials", "seconds"), described.demo))
     budgeted = described.llm and args.seconds is None
+    if args.jobs is None:
+        args.jobs = min(2, os.cpu_count() or 1) if described.llm else 1
     for k, v in defaults.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -125,13 +132,14 @@ def demo(args) -> int:
         tune_inputs = described.splits(args.n_tune, 0, args.n_eval)[0][0]
         per_question = exact_seconds(program, tune_inputs[0])
         args.seconds = search_seconds(60 * args.minutes, time.perf_counter() - start, per_question,
-                                      n_eval, args.seconds)
+                                      args.n_tune, n_eval, args.seconds, args.jobs)
         print(f"[demo] the exact program takes {per_question:.1f} s a question here: {args.seconds:.0f} s of "
-              f"search leave the held-out replay its share of {args.minutes:g} minutes", flush=True)
+              f"search in {args.jobs} worker(s) leave the rest of the run its share of {args.minutes:g} minutes",
+              flush=True)
     print(f"[demo] tuning on {args.n_tune} questions, up to {args.trials} trials per mode, "
           f"{args.seconds:.0f} s of search; evaluating on {n_eval} held-out questions ...", flush=True)
     run = tune_system(args.system, args.n_tune, args.trials, args.seconds, progress=sys.stderr.isatty(),
-                      n_eval=args.n_eval, tuning_qos=args.tuning_qos)
+                      n_eval=args.n_eval, tuning_qos=args.tuning_qos, jobs=args.jobs)
     r = run.result
     summary = (run.out_dir / "summary.md").read_text()
     where = run.report.parent if run.report else run.out_dir
