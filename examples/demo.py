@@ -4,8 +4,8 @@ RAG-BM25 over all 2,067 SQuAD dev paragraphs with the fine-tuned Gemma 3 270M an
 (`make demo`, small: 8 tuning questions, 40 held out, 1-3 s per exact question; one of the
 exact program's ~18 right held-out answers is 5.6 %, so the 6 % level resolves one lost
 answer; the search gets what the held-out replay leaves of 6 minutes, `--minutes`, judged on
-the exact program's seconds a question on this CPU) or the trained MiniLM readers (`make
-demo SYSTEM=rag_bm25`, 16 tuning questions, 80 held out): compile its decorated program
+the exact program's seconds a question on this CPU) or the trained MiniLM readers
+(`make demo SYSTEM=rag_bm25`, 16 tuning questions, 80 held out): compile its decorated program
 (retrieval and answer models are component ops) through the approx pipeline, tune it
 (static, then dynamic: the answer step decided per question on the BM25 margin) against the
 exact program's answers (on so few questions the gold answers decide little; the report
