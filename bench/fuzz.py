@@ -134,7 +134,7 @@ def check_kernels(n: int, seed: int, workers: int) -> dict:
 
     from tests.fuzz.bounds import exactness_problem, in_bounds_problem
     from tests.fuzz.checked_jit import CheckedJit
-    from tests.fuzz.kernels import annotated_kernels, exact_cases
+    from tests.fuzz.generated_kernels import annotated_kernels, exact_cases
 
     jobs: list[tuple] = []
     sizes = st.tuples(st.integers(0, 40), st.integers(0, 3))

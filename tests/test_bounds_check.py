@@ -1,4 +1,4 @@
-"""Semantics under approximation, on generated kernels (tests/fuzz/kernels.py) run
+"""Semantics under approximation, on generated kernels (tests/fuzz/generated_kernels.py) run
 through upstream MLIR with its runtime bounds checks (`compile_module(...,
 check_bounds=True)`, in a child process: a failed check aborts):
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.bounds import arrays, exactness_problem, in_bounds_problem, run_kernel
 from tests.fuzz.checked_jit import CheckedJit, Died, Ran
-from tests.fuzz.kernels import Kernel, Shape, annotated_kernels, annotations_for, exact_cases
+from tests.fuzz.generated_kernels import Kernel, Shape, annotated_kernels, annotations_for, exact_cases
 
 OOB_LOAD = """
 func.func @f(%m: memref<?xf64>, %i: index) -> f64 {

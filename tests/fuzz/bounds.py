@@ -12,7 +12,7 @@ import numpy as np
 
 from approx_opt.driver import run_pipeline
 from tests.fuzz.checked_jit import CheckedJit, Ran
-from tests.fuzz.kernels import Kernel, annotations_for
+from tests.fuzz.generated_kernels import Kernel, annotations_for
 
 
 def arrays(n: int, extra: int) -> tuple[np.ndarray, np.ndarray]:

@@ -301,7 +301,7 @@ def deep_cases(draw) -> Case:
 
 def cases() -> st.SearchStrategy[Case]:
     """Every kind of input, mutated MLIR most often (it reaches the most code)."""
-    from tests.fuzz.kernels import generated_cases
+    from tests.fuzz.generated_kernels import generated_cases
 
     return st.one_of(mlir_cases(), mlir_cases(), mlir_cases(), pipeline_cases(), config_cases(), generated_cases(),
                      python_cases(), split_cases(), size_cases(), deep_cases())

@@ -22,7 +22,7 @@ from tests.fuzz.inputs import (
     size_cases,
     split_cases,
 )
-from tests.fuzz.kernels import generated_cases
+from tests.fuzz.generated_kernels import generated_cases
 from tests.fuzz.oracle import run_in_process, run_in_subprocess
 
 
