@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.gen_module import generate
+from tests.fuzz.generated_kernels import generated_cases
 from tests.fuzz.inputs import (
     Case,
     config_cases,
@@ -22,7 +23,6 @@ from tests.fuzz.inputs import (
     size_cases,
     split_cases,
 )
-from tests.fuzz.generated_kernels import generated_cases
 from tests.fuzz.oracle import run_in_process, run_in_subprocess
 
 
