@@ -1,6 +1,6 @@
 """The trained extractive readers (examples/models): they load from the committed
 adapters + the pretrained MiniLM package, answer real questions of the evaluation
-articles, and the adapters kept in the repo stay within 34 MiB (the hinted Gemma adapters among them)."""
+articles, and the adapters kept in the repo stay within 34 MiB."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
 def test_trained_weights_fit_the_budget():
     files = list(MODELS.glob("*.npz"))
     assert {f.name for f in files} >= {"reader_l6.npz", "reader_l3.npz"}
-    assert sum(f.stat().st_size for f in files) <= 34 * 2**20  # readers + SmolLM2 and Gemma 3 adapters (plain and hinted)
+    assert sum(f.stat().st_size for f in files) <= 34 * 2**20  # readers, SmolLM2 and Gemma 3 (plain, hinted) adapters
 
 
 def test_split_is_by_article_and_disjoint():
