@@ -3,8 +3,8 @@
 RAG-BM25 over all 2,067 SQuAD dev paragraphs with the fine-tuned Gemma 3 270M answering
 (`make demo`, small: 8 tuning questions, 40 held out, 1-3 s per exact question; one of the
 exact program's ~18 right held-out answers is 5.6 %, so the 6 % level resolves one lost
-answer; the search gets what the held-out replay leaves of 6 minutes, `--minutes`, judged on
-the exact program's seconds a question on this CPU) or the trained MiniLM readers
+answer; the search gets what the tuner's exact runs and the held-out replay leave of 6
+minutes, `--minutes`, judged on the exact program's seconds a question on this CPU) or the trained MiniLM readers
 (`make demo SYSTEM=rag_bm25`, 16 tuning questions, 80 held out): compile its decorated program
 (retrieval and answer models are component ops) through the approx pipeline, tune it
 (static, then dynamic: the answer step decided per question on the BM25 margin) against the
@@ -91,8 +91,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, help="search time budget, both modes (LLM systems: default what "
                     "--minutes leaves)")
     ap.add_argument("--minutes", type=float, default=6.0, help="LLM systems: the run's time budget, set-up not "
-                    "counted (default 6): the search gets what the held-out replay leaves, at most the system's "
-                    "own search time")
+                    "counted (default 6): the search gets what the tuning and held-out runs leave, at most the "
+                    "system's own search time")
     ap.add_argument("--jobs", type=int, help="worker processes of the search and the held-out replay (default: "
                     "LLM systems one a core, at most 2; else 1)")
     ap.add_argument("--tuning-qos", choices=("agreement", "gold", "kept"), default="agreement",
