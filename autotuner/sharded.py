@@ -2,11 +2,13 @@
 
 A costly program (an LLM answering: a second a question on one core) measured on
 hundreds of held-out inputs takes an hour a front in one process. With `jobs`
-workers, each takes every `jobs`-th input (its shard), runs the exact program on it
-once, then measures the configurations on it together as `Measurer.figures_together`
-does: the warm-up pass (or, on costly inputs, the first timed round) gives the per-input
-scores, and the exact and approximate programs are timed side by side, block by block, in
-that worker (on costly inputs the exact program once an input beside all of them). The
+workers, each takes every `jobs`-th input (its shard) and measures the configurations
+on it together as `Measurer.figures_together` does: the warm-up pass (or, on costly
+inputs, the first timed round) gives the per-input scores, and the exact and approximate
+programs are timed side by side, block by block, in that worker (on costly inputs the
+exact program once an input beside all of them, its outputs and seconds those of that
+round: no pass runs the exact program only to know its answers, and its scores reach the
+parent with the first configurations measured). The
 shards' scores (put back in input order) and timed blocks (as seconds of one pass) join
 into one `Measurement`: the same figures, intervals included, as one process measuring
 all inputs would give, in about 1/jobs of the time. Pairing holds within each worker, so workers sharing
@@ -50,12 +52,12 @@ def _serve_shard(source, inputs, references, metric, cost, shard, numbers, tasks
         program = as_program(source)
         m = Measurer(program, inputs, references, metric, cost, what="evaluation", whole_split=False,
                      numbers=numbers)
-        results.put(("ready", shard, m.exact_scores, m.exact_seconds(),
-                     m.exact_money() if cost.money is not None else None))
+        told = not m.one_pass  # a one-pass shard's exact figures come from its first paired round
+        results.put(("ready", shard, _exact_facts(m, cost) if told else None))
     except Exception as err:
         results.put(("failed", shard, _line(err)))
         return
-    while (batch := tasks.get()) is not None:  # [(index, config), ...]: measured together
+    while (batch := tasks.get()) is not None:  # [(index, config), ...]: measured together ([]: the exact alone)
         built = []
         for index, config in batch:
             try:
@@ -65,10 +67,21 @@ def _serve_shard(source, inputs, references, metric, cost, shard, numbers, tasks
         try:
             got = m.figures_together([(fn, config) for _, fn, config in built])
         except Exception as err:  # the exact program failing, or a bug: every configuration of the batch
+            if not told:
+                results.put(("failed", shard, _line(err)))
+                return
             got = [_line(err)] * len(built)
+        if not told:
+            results.put(("exact", shard, _exact_facts(m, cost)))
+            told = True
         for (index, _, _), figures in zip(built, got):
             results.put(("error", shard, index, figures) if isinstance(figures, str) else
                         ("done", shard, index, figures))
+
+
+def _exact_facts(m: Measurer, cost: Cost) -> tuple:
+    """(scores, seconds, money) of the exact program on a worker's shard."""
+    return m.exact_scores, m.exact_seconds(), m.exact_money() if cost.money is not None else None
 
 
 def _line(err: Exception) -> str:
@@ -103,26 +116,53 @@ class ShardedEvaluation:
                                   self._results))
             p.start()
             self._procs.append(p)
-        self._say(f"[held-out] {self.n} inputs on {jobs} workers: running the exact program")
-        exact_scores = np.zeros(self.n)
-        warm_seconds, money_total = 0.0, 0.0
+        self._say(f"[held-out] {self.n} inputs on {jobs} workers: loading the program")
+        self._metric_name, self._money = get_metric(metric).name, cost.money is not None
+        self._exact: dict[int, tuple] = {}  # shard -> (scores, seconds, money) of its exact program
+        self._scores: np.ndarray | None = None
         for _ in range(jobs):
             msg = self._next()
-            if msg[0] == "failed":
-                self.close()
-                raise ApproxError(f"held-out worker {msg[1]}: {msg[2]}", where=WHERE)
-            _, s, scores, seconds, exact_money = msg
-            exact_scores[self.shards[s]] = scores
-            warm_seconds += seconds
-            money_total += exact_money or 0.0
-        self.exact_scores = exact_scores
+            if msg[0] != "ready":
+                self._failed(msg)
+            if msg[2] is not None:
+                self._exact_arrived(msg[1], msg[2])
+        self._exact_passes: list[float] = []
+
+    def _failed(self, msg):
+        """A worker's "failed" message (or an unexpected one) as the error it ends the evaluation with."""
+        self.close()
+        raise ApproxError(f"held-out worker {msg[1]}: {msg[2]}", where=WHERE)
+
+    def _exact_arrived(self, shard: int, facts: tuple) -> None:
+        """Shard `shard`'s exact figures in; with the last of them, the exact QoS is checked."""
+        self._exact[shard] = facts
+        if len(self._exact) < self.jobs:
+            return
+        scores = np.zeros(self.n)
+        for s, (part, _, _) in self._exact.items():
+            scores[self.shards[s]] = part
         try:
-            check_exact_qos(exact_scores, self.with_references, "evaluation", get_metric(metric).name)
+            check_exact_qos(scores, self.with_references, "evaluation", self._metric_name)
         except ApproxError:
             self.close()
             raise
-        self._warm_seconds, self._exact_money = warm_seconds, (money_total if cost.money is not None else None)
-        self._exact_passes: list[float] = []
+        self._scores = scores
+        self._warm_seconds = sum(f[1] for f in self._exact.values())
+        self._exact_money = sum(f[2] or 0.0 for f in self._exact.values()) if self._money else None
+
+    @property
+    def exact_scores(self) -> np.ndarray:
+        """The exact program's scores on all inputs (where a shard has measured nothing yet,
+        it runs the exact program alone now)."""
+        missing = [s for s in range(self.jobs) if s not in self._exact]
+        for s in missing:
+            self._tasks[s].put([])
+        while len(self._exact) < self.jobs:
+            msg = self._next()
+            if msg[0] != "exact":
+                self._failed(msg)
+            self._exact_arrived(msg[1], msg[2])
+        return self._scores
 
     def _say(self, line: str) -> None:
         if self.progress:
@@ -154,7 +194,13 @@ class ShardedEvaluation:
         out: list[Measurement | str | None] = [None] * len(configs)
         finished = 0
         while finished < len(configs):
-            kind, s, i, payload = self._next()
+            msg = self._next()
+            if msg[0] == "exact":
+                self._exact_arrived(msg[1], msg[2])
+                continue
+            if msg[0] == "failed":
+                self._failed(msg)
+            kind, s, i, payload = msg
             parts[i][s] = payload if kind == "done" else f"{payload} (shard {s})"
             if len(parts[i]) < self.jobs:
                 continue
@@ -182,9 +228,13 @@ class ShardedEvaluation:
 
     def exact_seconds(self) -> float:
         """One exact pass over all inputs: the median of those timed alongside, else the warm-up."""
-        return statistics.median(self._exact_passes) if self._exact_passes else self._warm_seconds
+        if self._exact_passes:
+            return statistics.median(self._exact_passes)
+        self.exact_scores  # noqa: B018 (waits for them)
+        return self._warm_seconds
 
     def exact_money(self) -> float | None:
+        self.exact_scores  # noqa: B018 (waits for them)
         return self._exact_money
 
     def close(self) -> None:

@@ -106,3 +106,28 @@ def test_tune_with_two_jobs_evaluates_the_front_on_shards(dots_file, tmp_path):
     two = verify(single, inputs=eval_in, jobs=2)
     assert [v.qos_loss for v in two] == pytest.approx([v.qos_loss for v in one], abs=1e-12)
     assert all(v.n == 10 and v.speedup_ci for v in two)
+
+
+def test_costly_shards_run_the_exact_program_once_an_input_beside_the_configurations(tmp_path):
+    log = tmp_path / "runs.txt"
+    inputs = [(str(log), i) for i in range(4)]
+    references = [str(i) for i in range(4)]
+    cost = Cost(clock="wall", timing="paired", repeats=1)
+    with ShardedEvaluation("tests.slow_program:program", inputs, references, "exact_match", jobs=2,
+                           cost=cost) as sharded:
+        [m] = sharded.measure([{"nap": {"knob_val": 1}}])
+        np.testing.assert_array_equal(sharded.exact_scores, np.ones(4))
+    runs = log.read_text().split()
+    exact = [int(n) for k, n in zip(runs[::2], runs[1::2]) if k == "0"]
+    # each shard warms up on its first input, then its one paired round: no exact pass of its own
+    assert sorted(exact) == [0, 0, 1, 1, 2, 3]
+    assert m.n == 4 and m.qos_loss == 0.0 and m.speedup > 1.0
+
+
+def test_the_exact_scores_alone_are_measured_on_request(tmp_path):
+    log = tmp_path / "runs.txt"
+    inputs = [(str(log), i) for i in range(2)]
+    with ShardedEvaluation("tests.slow_program:program", inputs, ["0", "x"], "exact_match", jobs=2,
+                           cost=Cost(clock="wall", timing="paired", repeats=1)) as sharded:
+        np.testing.assert_array_equal(sharded.exact_scores, [1.0, 0.0])
+        assert sharded.exact_seconds() > 0
