@@ -90,7 +90,7 @@ def time_front(study, timer: Measurer, program, budget: float, say=None, levels=
     def time_levels() -> int:  # each pass times one point at least; a point timed slower may move a level
         n = 0
         while levels and (todo := _untimed(study, budget, levels)):
-            n += sum(_time_point(study, timer, program, r, say) for r in todo)
+            n += _time_points(study, timer, program, todo, say)
         return n
 
     def spent() -> bool:
@@ -120,21 +120,35 @@ def _untimed(study, budget: float, levels=None) -> list:
 def _time_point(study, timer: Measurer, program, r, say) -> int:
     """Time one front point paired into its `TIMED` study attr; 1 where it ran (the exact
     program is not timed against itself: 0)."""
+    return _time_points(study, timer, program, [r], say)
+
+
+def _time_points(study, timer: Measurer, program, rs: list, say) -> int:
+    """Time front points `rs` paired, together (the exact program once a block beside all
+    of them: `Measurer.timed_figures_together`), each into its `TIMED` study attr; how
+    many ran (the exact program is not timed against itself)."""
     from autotuner.workers import build
 
-    exact = all(is_exact(v) for v in r.config.values())
-    if exact:
-        figures = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0,
-                   "seconds": timer.exact_seconds(), "exact_seconds": timer.exact_seconds()}
-    else:
+    figures, built = {}, []
+    for r in rs:
+        if all(is_exact(v) for v in r.config.values()):
+            figures[r.number] = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0,
+                                 "seconds": timer.exact_seconds(), "exact_seconds": timer.exact_seconds()}
+            continue
         try:
-            figures = timer.timed_figures(build(program, r.config))
+            built.append((r, build(program, r.config)))
         except ApproxError as err:  # it ran untimed: a failure now is the machine's, not the point's
-            figures = {"speedup": 0.0, "error": err.line()}
-        if say:
-            say(f"timed front point {r.number}: {figures['speedup']:.2f}x (modelled {r.speedup:.2f}x)")
-    study.set_user_attr(f"{TIMED}{r.number}", figures)
-    return 0 if exact else 1
+            figures[r.number] = {"speedup": 0.0, "error": err.line()}
+    for (r, _), got in zip(built, timer.timed_figures_together([fn for _, fn in built]) if built else []):
+        if isinstance(got, Exception):
+            line = got.line() if isinstance(got, ApproxError) else f"{type(got).__name__}: {got}"
+            got = {"speedup": 0.0, "error": line}
+        elif say:
+            say(f"timed front point {r.number}: {got['speedup']:.2f}x (modelled {r.speedup:.2f}x)")
+        figures[r.number] = got
+    for number, f in figures.items():
+        study.set_user_attr(f"{TIMED}{number}", f)
+    return len(built)
 
 
 def chosen_at(fr: list, levels) -> set[int]:

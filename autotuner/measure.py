@@ -249,10 +249,21 @@ class Measurer:
     def paired(self, fn, n: int | None = None, repeats: int | None = None) -> PairedTiming:
         """Time `fn` and the exact program side by side, block by block, on the first
         n inputs (or the slice `timed_inputs` picks; see the module docstring)."""
+        got = self.paired_together([fn], n, repeats)[0]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def paired_together(self, fns: Sequence, n: int | None = None,
+                        repeats: int | None = None) -> list[PairedTiming | Exception]:
+        """`paired` for several programs at once (each one's timing, or what it raised): in
+        each block the exact program runs once beside all of them, the order rotating (each
+        as often just before the exact run as just after), so k programs cost k + 1 runs a
+        block, not 2k."""
         n = len(self.inputs) if n is None else min(n, len(self.inputs))
         repeats = repeats or self.cost.repeats
         if self._exact_pending and n == len(self.inputs):
-            return _raised(self._paired_capturing([fn], repeats)[0])[0]
+            return [got if isinstance(got, ApproxError) else got[0] for got in self._paired_capturing(fns, repeats)]
         self._complete_exact()
         indices = self.timed_inputs(n)
         blocks = self.blocks(indices)
@@ -261,23 +272,28 @@ class Measurer:
             rounds = repeats
         else:
             rounds = max(1, min(repeats, math.ceil(MIN_BLOCKS / len(blocks))))
-        exact, approx, k = [], [], 0
+        k = len(fns)
+        exact: list[float] = []
+        approx: list[list[float]] = [[] for _ in fns]
+        failed: list[Exception | None] = [None] * k
+        b = 0
         for _ in range(rounds):
             for idx, loops in blocks:
                 xs = [self.inputs[i] for i in idx]
-                if k % 2 == 0:
-                    te = self._sample(self.exact_fn, xs, loops)
-                    ta = self._sample(fn, xs, loops)
-                else:
-                    ta = self._sample(fn, xs, loops)
-                    te = self._sample(self.exact_fn, xs, loops)
-                exact.append(te)
-                approx.append(ta)
-                k += 1
+                start = b % (k + 1)
+                for j in [*range(start, k + 1), *range(start)]:  # j == 0: the exact program
+                    if j == 0:
+                        exact.append(self._sample(self.exact_fn, xs, loops))
+                    elif failed[j - 1] is None:
+                        try:
+                            approx[j - 1].append(self._sample(fns[j - 1], xs, loops))
+                        except Exception as err:  # noqa: BLE001 (the caller gets it, the others go on)
+                            failed[j - 1] = err
+                b += 1
         scale = sum(self._input_seconds[:n]) / timed if len(indices) < n and timed > 0 else 1.0
-        timing = PairedTiming(np.array(exact), np.array(approx), rounds, scale, len(indices))
-        self._exact_passes.setdefault(n, []).append(timing.exact_seconds)
-        return timing
+        timings = [PairedTiming(np.array(exact), np.array(t), rounds, scale, len(indices)) for t in approx]
+        self._exact_passes.setdefault(n, []).append(scale * float(np.sum(exact)) / rounds)
+        return [err if err is not None else t for err, t in zip(failed, timings)]
 
     def _paired_capturing(self, fns: Sequence, repeats: int) -> list[tuple[PairedTiming, list] | ApproxError]:
         """(`paired` timing, outputs) of each of `fns` on the whole split of a `one_pass`
@@ -376,10 +392,11 @@ class Measurer:
     def timed_figures(self, fn, n: int | None = None, repeats: int | None = None) -> dict:
         """The paired timing of `fn` beside the exact program (as `measure` times it in
         "paired" timing), for a configuration whose QoS was measured already."""
-        t = self.paired(fn, n, repeats)
-        low, high = t.interval()
-        return {"speedup": t.speedup, "speedup_low": low, "speedup_high": high, "seconds": t.approx_seconds,
-                "exact_seconds": t.exact_seconds}
+        return _timed(self.paired(fn, n, repeats))
+
+    def timed_figures_together(self, fns: Sequence) -> list[dict | Exception]:
+        """`timed_figures` of several programs, timed together (`paired_together`)."""
+        return [got if isinstance(got, Exception) else _timed(got) for got in self.paired_together(fns)]
 
     def measure(self, fn, config: dict, n: int | None = None, repeats: int | None = None) -> Measurement:
         """QoS loss and speedup of `fn` (the program built for `config`) on the first
@@ -436,6 +453,12 @@ class Measurer:
             if on_result is not None:
                 on_result(i, out[-1])
         return out
+
+
+def _timed(t: PairedTiming) -> dict:
+    low, high = t.interval()
+    return {"speedup": t.speedup, "speedup_low": low, "speedup_high": high, "seconds": t.approx_seconds,
+            "exact_seconds": t.exact_seconds}
 
 
 def _raised(got):

@@ -35,7 +35,9 @@ DEMOS = [n for n, s in SYSTEMS.items() if s.demo]  # each gives its --n-tune, --
 # question (the chosen points replayed beside the exact program, once an input); and FIXED_SECONDS (the
 # dynamic mode's sweep over kept outputs, the held-out workers loading the system).
 TUNE_RUNS, REPLAY_RUNS, FIXED_SECONDS = 6.0, 2.5, 50.0
-MIN_SEARCH = 45.0  # seconds: below this the dynamic search finds little past the static one
+# seconds: a shorter search costs more than it saves (45 s of it on the EPYC left a front scored from
+# kept outputs whose modelled points were then timed one after another: 427 s of tuning, not 200-245)
+MIN_SEARCH = 100.0
 
 
 def search_seconds(budget: float, spent: float, exact_seconds: float, n_tune: int, n_eval: int, most: float,

@@ -221,3 +221,24 @@ def test_configurations_measured_together_share_one_exact_run_per_input(monkeypa
     assert got[0].speedup == pytest.approx(2.0) and got[1].speedup == pytest.approx(3.0)
     assert got[0].qos_loss == 0.0 and got[1].qos_loss > 0.0
     assert m.exact_seconds() == pytest.approx(0.15)
+
+
+def test_front_points_timed_together_share_the_exact_runs():
+    program = CountingProgram(0.03)
+    m = Measurer(program, list(range(6)), None, "rel_l2", wall(1))
+    fns = [program.build({"half": {"knob_val": 1}}) for _ in range(3)]
+    before = program.exact_runs
+    figures = m.timed_figures_together(fns)
+    assert program.exact_runs - before == 6 and program.approx_runs == 3 * 6  # k + 1 runs an input, not 2k
+    assert [f["speedup"] for f in figures] == pytest.approx([2.0, 2.0, 2.0])
+
+
+def test_a_point_failing_while_timed_together_leaves_the_others_timed():
+    program = CountingProgram(0.03)
+    m = Measurer(program, list(range(4)), None, "rel_l2", wall(1))
+
+    def broken(x):
+        raise ValueError("lost")
+
+    good, bad = m.timed_figures_together([program.build({"half": {"knob_val": 1}}), broken])
+    assert good["speedup"] == pytest.approx(2.0) and isinstance(bad, ValueError)
