@@ -19,7 +19,7 @@ def test_a_slower_machine_searches_less_and_the_rest_keeps_its_share():
 
 
 def test_the_set_up_counts_against_the_budget():
-    assert search_seconds(480, 150, 1.5, 8, 40, 300) == pytest.approx(search_seconds(480, 20, 1.5, 8, 40, 300) - 130)
+    assert search_seconds(600, 150, 1.5, 8, 40, 400) == pytest.approx(search_seconds(600, 20, 1.5, 8, 40, 400) - 130)
 
 
 def test_two_workers_share_the_held_out_questions_not_the_tuning_ones():
