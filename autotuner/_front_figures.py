@@ -103,7 +103,7 @@ def time_front(study, timer: Measurer, program, budget: float, say=None, levels=
         for r in todo:
             if spent():
                 break
-            timed += _time_point(study, timer, program, r, say)
+            timed += _time_points(study, timer, program, [r], say)
         if not todo or spent():
             break
     return timed + time_levels()
@@ -117,19 +117,14 @@ def _untimed(study, budget: float, levels=None) -> list:
     return [r for r in fr if r.number in reported and not r.attrs.get("timed")]
 
 
-def _time_point(study, timer: Measurer, program, r, say) -> int:
-    """Time one front point paired into its `TIMED` study attr; 1 where it ran (the exact
-    program is not timed against itself: 0)."""
-    return _time_points(study, timer, program, [r], say)
-
-
 def _time_points(study, timer: Measurer, program, rs: list, say) -> int:
     """Time front points `rs` paired, together (the exact program once a block beside all
     of them: `Measurer.timed_figures_together`), each into its `TIMED` study attr; how
     many ran (the exact program is not timed against itself)."""
     from autotuner.workers import build
 
-    figures, built = {}, []
+    figures: dict[int, dict] = {}
+    built = []
     for r in rs:
         if all(is_exact(v) for v in r.config.values()):
             figures[r.number] = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0,

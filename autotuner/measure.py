@@ -276,20 +276,16 @@ class Measurer:
         exact: list[float] = []
         approx: list[list[float]] = [[] for _ in fns]
         failed: list[Exception | None] = [None] * k
-        b = 0
-        for _ in range(rounds):
-            for idx, loops in blocks:
-                xs = [self.inputs[i] for i in idx]
-                start = b % (k + 1)
-                for j in [*range(start, k + 1), *range(start)]:  # j == 0: the exact program
-                    if j == 0:
-                        exact.append(self._sample(self.exact_fn, xs, loops))
-                    elif failed[j - 1] is None:
-                        try:
-                            approx[j - 1].append(self._sample(fns[j - 1], xs, loops))
-                        except Exception as err:  # noqa: BLE001 (the caller gets it, the others go on)
-                            failed[j - 1] = err
-                b += 1
+        for b, (idx, loops) in enumerate(blocks * rounds):
+            xs = [self.inputs[i] for i in idx]
+            for j in _rotated(b, k):
+                if j == 0:
+                    exact.append(self._sample(self.exact_fn, xs, loops))
+                elif failed[j - 1] is None:
+                    try:
+                        approx[j - 1].append(self._sample(fns[j - 1], xs, loops))
+                    except Exception as err:  # noqa: BLE001 (the caller gets it, the others go on)
+                        failed[j - 1] = err
         scale = sum(self._input_seconds[:n]) / timed if len(indices) < n and timed > 0 else 1.0
         timings = [PairedTiming(np.array(exact), np.array(t), rounds, scale, len(indices)) for t in approx]
         self._exact_passes.setdefault(n, []).append(scale * float(np.sum(exact)) / rounds)
@@ -309,8 +305,7 @@ class Measurer:
         failed: list[ApproxError | None] = [None] * k
         for r in range(rounds):
             for i in range(n):
-                start = (r * n + i) % (k + 1)
-                for j in [*range(start, k + 1), *range(start)]:  # j == 0: the exact program
+                for j in _rotated(r * n + i, k):
                     if j == 0:
                         te, e = self._one(self.exact_fn, i, True)
                         exact.append(te)
@@ -453,6 +448,13 @@ class Measurer:
             if on_result is not None:
                 on_result(i, out[-1])
         return out
+
+
+def _rotated(step: int, k: int) -> list[int]:
+    """The order of the exact program (0) and k others (1..k) in timed block `step`: rotating
+    by one a block, so each runs as often just before the exact program as just after it."""
+    start = step % (k + 1)
+    return [*range(start, k + 1), *range(start)]
 
 
 def _timed(t: PairedTiming) -> dict:

@@ -117,7 +117,7 @@ class ShardedEvaluation:
             p.start()
             self._procs.append(p)
         self._say(f"[held-out] {self.n} inputs on {jobs} workers: loading the program")
-        self._metric_name, self._money = get_metric(metric).name, cost.money is not None
+        self._metric_name, self._with_money = get_metric(metric).name, cost.money is not None
         self._exact: dict[int, tuple] = {}  # shard -> (scores, seconds, money) of its exact program
         self._scores: np.ndarray | None = None
         for _ in range(jobs):
@@ -148,7 +148,7 @@ class ShardedEvaluation:
             raise
         self._scores = scores
         self._warm_seconds = sum(f[1] for f in self._exact.values())
-        self._exact_money = sum(f[2] or 0.0 for f in self._exact.values()) if self._money else None
+        self._exact_money = sum(f[2] or 0.0 for f in self._exact.values()) if self._with_money else None
 
     @property
     def exact_scores(self) -> np.ndarray:
