@@ -227,14 +227,9 @@ def train(args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     save_adapter(model, args.out / ADAPTER, args.rank, args.alpha)
     model.eval()
-    stops = set(data["stops"].tolist())
-    new_tokens, t0 = [], time.time()
-    with torch.inference_mode():
-        for prompt in unragged(data["eval"], data["eval_at"]):
-            ids = torch.tensor([prompt], device=args.device)
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=args.eval_tokens,
-                                 do_sample=False, eos_token_id=sorted(stops), pad_token_id=0)
-            new_tokens.append(out[0, len(prompt):].tolist())
+    t0 = time.time()
+    new_tokens = greedy_answers(model, unragged(data["eval"], data["eval_at"]), sorted(set(data["stops"].tolist())),
+                                args.eval_tokens, args.eval_batch, args.device)
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     import transformers
 
@@ -244,9 +239,34 @@ def train(args) -> None:
             "hint_share": float(data["hint_share"]) if "hint_share" in data else 0.0,
             "command": "python -m examples.train_gemma train " + " ".join(
                 f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-                if k in ("epochs", "rank", "alpha", "batch", "lr", "seed", "eval_tokens"))}
+                if k in ("epochs", "rank", "alpha", "batch", "lr", "seed", "eval_tokens", "eval_batch"))}
     (args.out / "train_run.json").write_text(json.dumps({"training": info, "new_tokens": new_tokens}) + "\n")
     print(f"trained in {seconds} s on {device}; {len(new_tokens)} evaluation answers -> {args.out}", flush=True)
+
+
+@torch.inference_mode()
+def greedy_answers(model, prompts: list[list[int]], stops: list[int], n: int, batch: int, device) -> list[list[int]]:
+    """Each prompt's greedy new tokens (at most `n`, up to its first stop token), `batch`
+    prompts of similar length at a time, left-padded (pad id 0) under their attention mask."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    out: list[list[int]] = [[] for _ in prompts]
+    for s in range(0, len(order), batch):
+        chunk = order[s:s + batch]
+        width = max(len(prompts[i]) for i in chunk)
+        ids = torch.zeros(len(chunk), width, dtype=torch.long)
+        mask = torch.zeros(len(chunk), width, dtype=torch.long)
+        for r, i in enumerate(chunk):
+            ids[r, width - len(prompts[i]):] = torch.tensor(prompts[i])
+            mask[r, width - len(prompts[i]):] = 1
+        with sdpa_kernel(SDPBackend.MATH):  # CUDA's fused kernels garbled some left-padded rows' first token
+            seqs = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=n,
+                                  do_sample=False, eos_token_id=stops, pad_token_id=0)[:, width:].tolist()
+        for i, row in zip(chunk, seqs):
+            ends = [k for k, t in enumerate(row) if t in stops]
+            out[i] = row[:ends[0] + 1] if ends else row
+    return out
 
 
 def score(args) -> None:
@@ -335,6 +355,8 @@ def main() -> None:
     t.add_argument("--batch", type=int, default=16)
     t.add_argument("--lr", type=float, default=3e-4)
     t.add_argument("--eval-tokens", type=int, default=16)
+    t.add_argument("--eval-batch", type=int, default=1,
+                   help="evaluation prompts decoded together (left-padded; 1: one at a time, as the RAG runs were)")
     t.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     s = sub.choices["score"]
     s.add_argument("--run", type=Path, required=True, help="the folder `train` wrote")
