@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from examples.train_gemma import ADAPTER as TRAINED, END, OUT, STOP_TOKENS, ragged
+from examples.train_gemma import ADAPTER as TRAINED
+from examples.train_gemma import END, OUT, STOP_TOKENS, ragged
 
 ADAPTER, METRICS = "gemma3_tools_lora.npz", "gemma3_tools_metrics.json"
 DATA = Path(__file__).resolve().parents[1] / ".cache" / "approx" / "gemma3" / "tools_data.npz"

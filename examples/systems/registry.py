@@ -22,7 +22,7 @@ class System:
     its split generator, `(n_tune, seed, n_eval) -> ((tuning inputs, references),
     (held-out inputs, references))` (`approx-tune run --n-tune`; `approx-tune verify`
     re-reads the held-out part); `metric`: its QoS. `items`: BFCL items (the held-out
-    split a multiple of n_tune; else questions); `llm`: SmolLM2 runs in it (seconds per
+    split a multiple of n_tune; else questions); `llm`: an LLM runs in it (seconds per
     input; it can run on CUDA); `tuning_qos`: the search's QoS by default, one of
     `tuning_qos_modes` (those its metric scores: `autotuner.TUNING_QOS`). Tuning:
     `budget` (share of QoS that may be lost), `clock` ("cpu": thread CPU time always;

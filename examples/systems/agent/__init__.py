@@ -1,2 +1,2 @@
-"""ApproxMLIR's LLM + tools agent with SmolLM2 (`llm.py`): triage, the five kernels
-as tools (`tools.py`), summary and QA, on its questions (`data.py`)."""
+"""ApproxMLIR's LLM + tools agent with Gemma 3 270M (`llm.py`): triage, the five kernels
+as tools (`tools.py`) and QA, on its questions (`data.py`)."""

@@ -1,6 +1,6 @@
-"""ApproxMLIR's LLM + tools agent (appendix B.8) with SmolLM2: a triage agent picks
+"""ApproxMLIR's LLM + tools agent (appendix B.8) with Gemma 3 270M: a triage agent picks
 the tool a question needs (or none), the tool runs (one of the five kernels, with its
-own knobs), a summary agent condenses the tool's output, a QA agent answers.
+own knobs), a QA agent answers from the tool's output.
 
     def agent_llm(question):
         tool = tool_named(triage(TRIAGE + question, GUIDE).text)   # component.generate
@@ -10,35 +10,34 @@ own knobs), a summary agent condenses the tool's output, a QA agent answers.
         return condense(question, output)                  # decided per question:
 
     @Knob(decision_tree=ladder on output_words(output), func_substitute)
-    def condense(question, output):                        # variant 1: qa(question, [output])
-        summary = summarise(question, output).text         # component.generate (a prompt)
-        return qa(question, [summary]).text                # component.generate
+    def condense(question, output):                        # variant 1: QA reads the output's one
+        return qa(question, [output]).text                 # sentence most like the question
 
-The triage is SmolLM2 with its own adapters (examples/models/smollm2_triage_lora.npz,
-trained by examples/train_llm_triage.py on the agent's "train" part), answering "which
-tool does this question use" from a guide of one line per tool (`GUIDE`); with the SQuAD
-answer adapters it named the right tool for about a third of the questions. QA is
-SmolLM2 with its SQuAD adapters (examples/models/smollm2_lora.npz, the RAG-LLM systems'
-answer model). The summary is the base SmolLM2-135M-Instruct prompted zero-shot; QA reads the
-summary as its one passage. Each of the three decodes its exact configuration through
-this machine's exact path (`policy.exact_path`: the engine where it pays). The kernels run as
-JIT-compiled kernels (agent/tools.py): one tool call takes milliseconds, each LLM
-call about a second on a CPU. QoS: a gold answer contained in the answer
-(questions: agent/data.py).
+The two models are one: Gemma 3 270M with the agent's adapters
+(examples/models/gemma3_agent_lora.npz, trained by examples/train_gemma_agent.py on the
+agent's "train" part with each op's own prompt), answering "which tool does this question
+use" from a guide of one line per tool (`GUIDE`), and the question from the tool's output.
+It decodes its exact configuration through this machine's exact path (`policy.exact_path`:
+the engine where it pays). Each stage earns its place: the paper's agent also has the LLM
+summarise the tool's output before QA reads it; with Gemma summarising (the same adapters,
+`SUMMARY`) the agent answered 19 of 36 tuning questions against 26 with QA reading the
+output itself, in 2.6x the time, so the exact program has no summary and the cheaper
+"summary" is extractive (`condense`, `qa.sentences`). The kernels run as JIT-compiled
+kernels (agent/tools.py): one tool call takes milliseconds, each LLM call under a second
+on a CPU. QoS: a gold answer contained in the answer (questions: agent/data.py).
 
 Knobs (all exact at 0; `approx-opt --list-knobs` on `program.ir()` lists them):
-`triage.max_new_tokens`, `triage.layers` (early exit), `summary.max_new_tokens`,
-`summary.layers`, `summary.skip` (no summary: the tool's output itself is the
-cheaper, extractive summary), `qa.max_new_tokens`, `qa.layers`, `triage.precision`,
-`summary.precision`, `qa.precision` (the values the QA model, the RAG answer model,
-answers RAG questions with faster than float32 on this machine and as float32 does:
-`rag.program.llm_precisions`, one probe for the three, which share SmolLM2's shape and
-engine builds; their quality on the agent's own questions is the tuner's to judge), `condense` (per
-question in dynamic mode: variant 1, QA reads the tool's output without a summary, where
+`triage.max_new_tokens`, `qa.max_new_tokens`, `qa.sentences` (QA reads the output's
+sentences most like the question), `<op>.layers` (early exit, where the model has trained
+exits: Gemma's adapters have none), `triage.precision`, `qa.precision` (the values the RAG
+answer model, Gemma of the same shape, answers RAG questions with faster than float32 on
+this machine and as float32 does: `rag.program.llm_precisions`, one probe for both; their
+quality on the agent's own questions is the tuner's to judge), `condense` (per question in
+dynamic mode: variant 1, QA reads the output's one sentence most like the question, where
 the output's length in words falls on that side of the tuned threshold: a one-sentence
-kernel result may need no summary where a retrieved paragraph does), and
-`<kernel>.tool` for each of the five kernels (a ladder of the kernel's own knob
-configurations, agent.tools.level_config)."""
+kernel result loses nothing where a retrieved paragraph may), and `<kernel>.tool` for each
+of the five kernels (a ladder of the kernel's own knob configurations,
+agent.tools.level_config)."""
 
 from __future__ import annotations
 
@@ -46,12 +45,12 @@ import functools
 
 from autotuner.strategy import NEGLIGIBLE
 from examples.systems.agent.tools import TOOLS, tools
-from examples.systems.common import MODELS, one_thread, reuse_answers, smollm, smollm_weights
+from examples.systems.common import MODELS, gemma, gemma_weights, one_thread, reuse_answers
 from examples.systems.program import SystemProgram, program_attribute
 from examples.systems.rag.program import llm_precisions
 from frontends import DecisionTree, Knob
 from frontends.components import run_settings
-from frontends.components.declare import Generate, Prompt, RunTool, Tune
+from frontends.components.declare import Generate, RunTool, Tune
 from frontends.components.llm.policy import exact_path
 
 TRIAGE = "Which tool does this question use: "  # the triage's question: this, then the question
@@ -61,11 +60,11 @@ GUIDE = ["Questions about pages of a web graph use the tool pagerank.",  # the t
          "Questions that start with Search the documents use the tool bm25.",
          "Questions that start with Look up in the knowledge base use the tool kb.",
          "Any other question uses the tool none."]
-SUMMARY = ("Question: {question}\n\nTool output: {output}\n\n"
-           "Copy the sentence of the tool output that answers the question.")
-TRIAGE_TOKENS, SUMMARY_TOKENS, QA_TOKENS = 6, 48, 16
+SUMMARY = ("Question: {question}\n\nTool output: {output}\n\n"  # the summary's prompt (trained; not in the
+           "Copy the sentence of the tool output that answers the question.")  # exact program: it lost answers)
+TRIAGE_TOKENS, QA_TOKENS = 6, 16
 MAX_WORDS = 200  # the condense ladder's state: the tool output's length in words, at most this
-TRIAGE_ADAPTER = MODELS / "smollm2_triage_lora.npz"  # examples/train_llm_triage.py
+ADAPTER = MODELS / "gemma3_agent_lora.npz"  # examples/train_gemma_agent.py: triage, summary and QA
 
 
 def output_words(output: str) -> int:
@@ -74,10 +73,9 @@ def output_words(output: str) -> int:
 
 
 def model_name() -> str:
-    """What answers (results.json records it under `model`): says the three models' exact path's engine."""
-    return (f"{smollm_weights()}: triage with LoRA "
-            "examples/models/smollm2_triage_lora.npz, QA with LoRA examples/models/smollm2_lora.npz, summary "
-            "zero-shot; tools: the five JIT-compiled kernels")
+    """What answers (results.json records it under `model`): says the model's exact path's engine."""
+    return (f"{gemma_weights()}: triage and QA with LoRA examples/models/{ADAPTER.name}; "
+            "tools: the five JIT-compiled kernels")
 
 
 def tool_named(text: str) -> str:
@@ -87,52 +85,48 @@ def tool_named(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def base_llm():
-    """SmolLM2-135M-Instruct without adapters: the summary agent, on the run's exact path (`exact_path`)."""
-    from frontends.components.llm.smollm import SmolLM2
+def agent_model():
+    """Gemma 3 270M with the agent's adapters: the triage and QA agent, on the
+    run's exact path (`exact_path`)."""
+    from frontends.components.llm.gemma import Gemma3
 
     one_thread()
-    return exact_path(SmolLM2.load(None, name="smollm2_base", device=run_settings.current().device))
+    return exact_path(Gemma3.load(ADAPTER, name="gemma3_agent", device=run_settings.current().device))
 
 
-@functools.lru_cache(maxsize=1)
-def triage_llm():
-    """SmolLM2-135M-Instruct with the triage adapters: the triage agent, on the run's exact path (`exact_path`)."""
-    from frontends.components.llm.smollm import SmolLM2
+def agent_program(triage_model, qa_model, precisions=()):
+    """The decorated agent of the module docstring: `triage_model` triages, `qa_model`
+    answers (one model may be both); `precisions`: the values of each one's precision knob;
+    a layers knob on each where its model has trained exits."""
+    from frontends.components.llm.context_cuts import select_sentences
 
-    one_thread()
-    return exact_path(SmolLM2.load(TRIAGE_ADAPTER, name="smollm2_triage", device=run_settings.current().device))
-
-
-def agent_program(prompted, qa_model, triage_model, precisions=()):
-    """The decorated agent of the module docstring: `triage_model` triages, `prompted`
-    summarises, `qa_model` answers; `precisions`: the values of each one's precision knob."""
     precision = [Tune.precision(*precisions)] if precisions else []
+
+    def layers(model):
+        return [Tune.param("layers", *sorted(model.exits, reverse=True))] if model.exits else []
+
     triage = Generate("triage", triage_model, max_new_tokens=TRIAGE_TOKENS,
-                      tune=[Tune.param("max_new_tokens", 3), *precision, Tune.param("layers", 25, 20)])
-    summarise = Prompt("summary", prompted, template=SUMMARY, max_new_tokens=SUMMARY_TOKENS,
-                       tune=[Tune.param("max_new_tokens", 32, 16), *precision, Tune.param("layers", 25, 20),
-                             Tune.skip(fallback=Tune.input("output"))])
+                      tune=[Tune.param("max_new_tokens", 3), *precision, *layers(triage_model)])
     qa = Generate("qa", qa_model, max_new_tokens=QA_TOKENS,
-                  tune=[Tune.param("max_new_tokens", 8, 4), *precision, Tune.param("layers", 25, 20)])
+                  tune=[Tune.param("max_new_tokens", 8, 4), *precision, *layers(qa_model),
+                        Tune.param("sentences", 2, 1)])
     kernels = {name: RunTool(name, exact, tune=[Tune.substitute("tool", *levels)])
                for name, (exact, *levels) in tools().items()}
     pagerank, kmeans, lavamd, bm25, kb = (kernels[n] for n in ("pagerank", "kmeans", "lavamd", "bm25", "kb"))
 
-    def read_output(question, output):
-        return qa(question, [output]).text
+    def read_sentence(question, output):
+        return qa(question, select_sentences(question, [output], 1)).text
 
     @Knob(decision_tree=DecisionTree(output_words, [1], [MAX_WORDS // 4], [0, 0], "func_substitute",
-                                     approx_kernels={1: read_output}, thresholds_lower=[0],
+                                     approx_kernels={1: read_sentence}, thresholds_lower=[0],
                                      thresholds_upper=[MAX_WORDS]))
     def condense(question, output):
-        """Summarise the tool's output, answer from the summary."""
-        summary = summarise(question, output).text
-        return qa(question, [summary]).text
+        """Answer from the tool's output."""
+        return qa(question, [output]).text
 
     @Knob()
     def agent_llm(question):
-        """Triage, the tool, its summary, the answer."""
+        """Triage, the tool, the answer."""
         tool = tool_named(triage(TRIAGE + question, GUIDE).text)
         output = ""
         if tool == "pagerank":
@@ -149,7 +143,7 @@ def agent_program(prompted, qa_model, triage_model, precisions=()):
             return qa(question, []).text
         return condense(question, output)
 
-    return agent_llm, (triage, summarise, qa)
+    return agent_llm, (triage, qa)
 
 
 class AgentSystem(SystemProgram):
@@ -188,7 +182,7 @@ class AgentSystem(SystemProgram):
         search's first thresholds go (their quantiles)."""
         from examples.systems.agent.data import exact
 
-        triage, out = triage_llm(), []
+        triage, out = agent_model(), []
         for q in questions:
             tool = tool_named(triage.answer(TRIAGE + q, GUIDE, TRIAGE_TOKENS).text)
             output = exact(tool, q) if tool in TOOLS else ""
@@ -199,9 +193,9 @@ class AgentSystem(SystemProgram):
 
 def system() -> AgentSystem:
     """The agent system `agent_llm` (what `approx-tune run examples.systems.agent.llm:program` tunes)."""
-    models = base_llm(), smollm(), triage_llm()
-    program, _ = agent_program(*models, precisions=llm_precisions(models[1]))
-    return AgentSystem(program, reuse=models if reuse_answers(True) else ())
+    model = agent_model()
+    program, _ = agent_program(model, model, precisions=llm_precisions(gemma()))
+    return AgentSystem(program, reuse=(model,) if reuse_answers(True) else ())
 
 
 __getattr__ = program_attribute(__name__, system)
