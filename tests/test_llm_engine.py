@@ -208,6 +208,28 @@ def test_int4_is_an_engine_build_only(tiny, built):
         assert "\n" not in str(err.value)
 
 
+def test_an_op_asking_for_an_engine_value_builds_no_torch_model(tiny, built):
+    """A generate op reaches a precision value through `variant_for` (the runtime makes the
+    variant before it times the call): an engine value's variant decodes its build and
+    leaves torch's weights of that precision unbuilt (int4 has none: it failed there)."""
+    from frontends.components.settings import GenerateSettings
+
+    exact, question, contexts = built["ort-fp32"], *QUESTIONS[0]
+    value = exact.variant_for(GenerateSettings(model="tiny", precision="int4"))
+    assert value.decoder is not None and value.__dict__.get("model") is None
+    assert value.answer(question, contexts, 4).new_tokens >= 1 and value.__dict__.get("model") is None
+
+
+def test_build_values_makes_the_builds_and_loads_none(tiny, tmp_path):
+    """`build_values` leaves each value's build on disk (what a run's workers then read)
+    without a decoder for it; a value no engine runs is passed over."""
+    exact = engine_model.EngineSmolLM2.through(tiny, "ort-fp32", builds=tmp_path, engines={"int4": "ort-int4"})
+    exact.build_values(["int4", "bfloat16"])
+    assert (tmp_path / engine.ENGINE_PRECISIONS["ort-int4"] / "genai_config.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == sorted(
+        {"fp32", engine.ENGINE_PRECISIONS["ort-int4"]})
+
+
 def test_switch(tiny, monkeypatch):
     monkeypatch.delenv(engine.ENV, raising=False)
     assert engine_model.through_engine(tiny) is tiny  # unset: eager torch

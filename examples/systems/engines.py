@@ -5,7 +5,7 @@ as separate processes:
 
     python -m examples.systems.engines exact    # each family's exact path (SmolLM2's RAG model, Gemma 3)
     python -m examples.systems.engines answer   # the RAG answer model's (Gemma's) exact path and values
-    python -m examples.systems.engines writer   # the tools writer's builds and values; the agent's model
+    python -m examples.systems.engines writer   # the tools writer's builds and values; the agent's
 
 `answer` and `writer` read the decisions `exact` caches (`machine.paying_values`): they
 run after it, beside each other (a build running beside the exact path's probe slowed
@@ -35,10 +35,14 @@ def answer() -> None:
 
 def writer() -> None:
     from examples.systems.agent.llm import agent_model
+    from examples.systems.common import gemma
+    from examples.systems.rag.program import llm_precisions
     from examples.systems.tools.agent_llm import load_writer, writer_precisions
 
-    writer_precisions(load_writer())
-    agent_model()
+    writer_precisions(load_writer())  # its probe builds the values it times
+    model = agent_model()  # its values are the RAG answer model's (`agent.llm.system`): built, not probed
+    if hasattr(model, "build_values"):
+        model.build_values(llm_precisions(gemma()))
 
 
 GROUPS = {"exact": exact, "answer": answer, "writer": writer}
