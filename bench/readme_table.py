@@ -31,8 +31,9 @@ README = ROOT / "README.md"
 BEGIN = "<!-- results table: made by bench/readme_table.py from bench/results.json, do not edit -->"
 END = "<!-- end of the results table -->"
 NAMES = {"rag_bm25": "RAG-BM25", "rag_dense": "RAG-dense", "tools": "tools (reader agent)",
-         "rag_bm25_llm": "RAG-BM25-LLM", "rag_dense_llm": "RAG-dense-LLM", "tools_llm": "LLM + tools (SmolLM2)",
-         "agent_llm": "LLM + kernel-tools agent (SmolLM2)", "lavamd": "lavaMD"}
+         "rag_bm25_llm": "RAG-BM25-LLM", "rag_dense_llm": "RAG-dense-LLM", "tools_llm": "LLM + tools",
+         "agent_llm": "LLM + kernel-tools agent", "lavamd": "lavaMD"}
+LLMS = ("Gemma 3", "SmolLM2")  # the LLM a tools row names, from its recorded `model`
 NOTES = {
     "d": "(d) exact program dominated: a configuration measured beats the exact program beyond its loss "
          "interval, so the cell gives the speedup over the most accurate configuration measured (each level "
@@ -71,9 +72,16 @@ def cell(row: dict, mode: str, level, used: set) -> str:
     return text
 
 
+def llm_of(name: str, row: dict | None) -> str:
+    """' (Gemma 3)' for a tools row whose recorded model is Gemma (the RAG rows name none)."""
+    model = (row or {}).get("model", "")
+    found = next((llm for llm in LLMS if model.startswith(llm)), None)
+    return f" ({found})" if found and name in ("tools_llm", "agent_llm") else ""
+
+
 def row_line(name: str, row: dict | None, levels, paper: str, used: set, where: str = "") -> str:
     """One system's or kernel's line: its dynamic, then its static speedups, and `paper`."""
-    label = NAMES.get(name, name) + where
+    label = NAMES.get(name, name) + llm_of(name, row) + where
     if row is None:
         return f"| {label} | - | missing |" + " |" * (2 * len(levels))
     machine = machine_text(row.get("machine"))

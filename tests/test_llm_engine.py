@@ -220,16 +220,6 @@ def test_an_op_asking_for_an_engine_value_builds_no_torch_model(tiny, built):
     assert value.answer(question, contexts, 4).new_tokens >= 1 and value.__dict__.get("model") is None
 
 
-def test_build_values_makes_the_builds_and_loads_none(tiny, tmp_path):
-    """`build_values` leaves each value's build on disk (what a run's workers then read)
-    without a decoder for it; a value no engine runs is passed over."""
-    exact = engine_model.EngineSmolLM2.through(tiny, "ort-fp32", builds=tmp_path, engines={"int4": "ort-int4"})
-    exact.build_values(["int4", "bfloat16"])
-    assert (tmp_path / engine.ENGINE_PRECISIONS["ort-int4"] / "genai_config.json").is_file()
-    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == sorted(
-        {"fp32", engine.ENGINE_PRECISIONS["ort-int4"]})
-
-
 def test_switch(tiny, monkeypatch):
     monkeypatch.delenv(engine.ENV, raising=False)
     assert engine_model.through_engine(tiny) is tiny  # unset: eager torch

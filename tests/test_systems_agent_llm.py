@@ -60,12 +60,11 @@ def test_tool_levels_are_the_kernels_own_knobs():
 
 
 def test_ir_lists_llm_and_kernel_knobs(system):
-    from examples.systems.common import gemma
     from examples.systems.rag.program import llm_precisions
 
     names = [k.name for k in system.knobs()]
     # a precision knob on each LLM op only where a value was measured to pay on this machine
-    precision = {f"{op}.precision" for op in ("triage", "qa")} if llm_precisions(gemma()) else set()
+    precision = {f"{op}.precision" for op in ("triage", "qa")} if llm_precisions(agent_llm.agent_model()) else set()
     assert set(names) == LLM_KNOBS | precision | {f"{t}.tool" for t in agent_tools.TOOLS}
     assert [k["name"] for k in json.loads(list_knobs(system.ir(), system.name))] == names
 

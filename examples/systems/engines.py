@@ -35,14 +35,11 @@ def answer() -> None:
 
 def writer() -> None:
     from examples.systems.agent.llm import agent_model
-    from examples.systems.common import gemma
     from examples.systems.rag.program import llm_precisions
     from examples.systems.tools.agent_llm import load_writer, writer_precisions
 
-    writer_precisions(load_writer())  # its probe builds the values it times
-    model = agent_model()  # its values are the RAG answer model's (`agent.llm.system`): built, not probed
-    if hasattr(model, "build_values"):
-        model.build_values(llm_precisions(gemma()))
+    writer_precisions(load_writer())  # each probe builds the values it times
+    llm_precisions(agent_model())
 
 
 GROUPS = {"exact": exact, "answer": answer, "writer": writer}

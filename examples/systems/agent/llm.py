@@ -29,9 +29,10 @@ on a CPU. QoS: a gold answer contained in the answer (questions: agent/data.py).
 Knobs (all exact at 0; `approx-opt --list-knobs` on `program.ir()` lists them):
 `triage.max_new_tokens`, `qa.max_new_tokens`, `qa.sentences` (QA reads the output's
 sentences most like the question), `<op>.layers` (early exit, where the model has trained
-exits: Gemma's adapters have none), `triage.precision`, `qa.precision` (the values the RAG
-answer model, Gemma of the same shape, answers RAG questions with faster than float32 on
-this machine and as float32 does: `rag.program.llm_precisions`, one probe for both; their
+exits: Gemma's adapters have none), `triage.precision`, `qa.precision` (the values the model
+answers RAG questions with faster than float32 on this machine and as float32 does:
+`rag.program.llm_precisions`, one probe for both ops, its own: the RAG answer model's
+decision would load that model and its engine beside it in every process, 2 GB; their
 quality on the agent's own questions is the tuner's to judge), `condense` (per question in
 dynamic mode: variant 1, QA reads the output's one sentence most like the question, where
 the output's length in words falls on that side of the tuned threshold: a one-sentence
@@ -45,7 +46,7 @@ import functools
 
 from autotuner.strategy import NEGLIGIBLE
 from examples.systems.agent.tools import TOOLS, tools
-from examples.systems.common import MODELS, gemma, gemma_weights, one_thread, reuse_answers
+from examples.systems.common import MODELS, gemma_weights, one_thread, reuse_answers
 from examples.systems.program import SystemProgram, program_attribute
 from examples.systems.rag.program import llm_precisions
 from frontends import DecisionTree, Knob
@@ -194,7 +195,7 @@ class AgentSystem(SystemProgram):
 def system() -> AgentSystem:
     """The agent system `agent_llm` (what `approx-tune run examples.systems.agent.llm:program` tunes)."""
     model = agent_model()
-    program, _ = agent_program(model, model, precisions=llm_precisions(gemma()))
+    program, _ = agent_program(model, model, precisions=llm_precisions(model))
     return AgentSystem(program, reuse=(model,) if reuse_answers(True) else ())
 
 

@@ -87,16 +87,6 @@ class EngineSmolLM2(SmolLM2):
         other.build, other.decoder = other._engine_build(engine)
         return other
 
-    def build_values(self, values) -> None:
-        """Make the engine builds of the precision `values` these weights run through an
-        engine, on disk, loading none (a run's worker processes then read them: two
-        builds at once in a run's processes took more memory than a 23 GB machine has)."""
-        for value in values:
-            if value in self.engines:
-                name = self.engines[value]
-                folder = None if self.builds is None else Path(self.builds) / eng.ENGINE_PRECISIONS[name]
-                eng.build(self._root().__dict__["model"], self.tokenizer, name, folder, self.threads)
-
     def _engine_build(self, name: str):
         """(folder, decoder) of the engine variant `name` of these weights, built once."""
         folder = None if self.builds is None else Path(self.builds) / eng.ENGINE_PRECISIONS[name]
