@@ -10,7 +10,7 @@ in the JSON, the reason in the Markdown) instead of stopping the others. With
 
     .venv/bin/python bench/results.py                       # what `make bench` runs
     .venv/bin/python bench/results.py --only rag_dense --rag-n-tune 24   # one part, smaller
-    .venv/bin/python bench/results.py --only rag_bm25_llm,rag_dense_llm,tools_llm,agent_llm  # the SmolLM2 systems
+    .venv/bin/python bench/results.py --only rag_bm25_llm,rag_dense_llm,tools_llm,agent_llm  # the LLM systems
 
 Defaults: each reader-based system tuned for at most 12-14 minutes, held-out
 evaluation 5x the tuning questions. The SmolLM2 systems (1.2-5 s per question or
