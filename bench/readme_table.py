@@ -72,24 +72,25 @@ def cell(row: dict, mode: str, level, used: set) -> str:
     return text
 
 
-def llm_of(name: str, row: dict | None) -> str:
-    """' (Gemma 3)' for a tools row whose recorded model is Gemma (the RAG rows name none)."""
+def label(name: str, row: dict | None) -> str:
+    """A row's first cell: the system's name, and for a tools row the LLM its recorded
+    model names, ' (Gemma 3)' (the RAG rows name none)."""
     model = (row or {}).get("model", "")
     found = next((llm for llm in LLMS if model.startswith(llm)), None)
-    return f" ({found})" if found and name in ("tools_llm", "agent_llm") else ""
+    return NAMES.get(name, name) + (f" ({found})" if found and name in ("tools_llm", "agent_llm") else "")
 
 
 def row_line(name: str, row: dict | None, levels, paper: str, used: set, where: str = "") -> str:
     """One system's or kernel's line: its dynamic, then its static speedups, and `paper`."""
-    label = NAMES.get(name, name) + llm_of(name, row) + where
+    first = label(name, row) + where
     if row is None:
-        return f"| {label} | - | missing |" + " |" * (2 * len(levels))
+        return f"| {first} | - | missing |" + " |" * (2 * len(levels))
     machine = machine_text(row.get("machine"))
     used |= {"-"} if machine == "-" else set()
     if row.get("chosen_on") == "held-out":
         used.add("h")
-        label += " (h)"
-    return "| " + " | ".join([label, machine, *(cell(row, mode, lv, used) for mode in ("dynamic", "static")
+        first += " (h)"
+    return "| " + " | ".join([first, machine, *(cell(row, mode, lv, used) for mode in ("dynamic", "static")
                                                  for lv in levels), paper]) + " |"
 
 

@@ -47,7 +47,7 @@ def test_a_dominated_row_is_marked_not_shown_as_a_speedup():
 def test_the_recorded_dominated_rows_are_marked():
     made = readme_table.table(RESULTS)
     for name, row in RESULTS["systems"].items():
-        line = system_line(made, readme_table.NAMES.get(name, name))
+        line = system_line(made, readme_table.label(name, row))
         dominated = bool((row.get("most_accurate") or {}).get("beats_exact"))
         assert ("(d)" in line) == dominated, line
 
