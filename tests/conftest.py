@@ -43,6 +43,15 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 60):
     )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _release_models_after_each_file():
+    """A test file's example models go when it ends (`tests.model_caches`): one worker runs many files."""
+    yield
+    from tests.model_caches import release_models
+
+    release_models()
+
+
 @pytest.fixture
 def cli():
     return run_cli
