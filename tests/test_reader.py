@@ -20,7 +20,8 @@ MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
 def test_trained_weights_fit_the_budget():
     files = list(MODELS.glob("*.npz"))
     assert {f.name for f in files} >= {"reader_l6.npz", "reader_l3.npz"}
-    assert sum(f.stat().st_size for f in files) <= 34 * 2**20  # readers, SmolLM2 and Gemma 3 (plain, hinted) adapters
+    # readers, SmolLM2 and Gemma 3 adapters (RAG plain and hinted, tools, agent): 37.2 MiB
+    assert sum(f.stat().st_size for f in files) <= 38 * 2**20
 
 
 def test_split_is_by_article_and_disjoint():
