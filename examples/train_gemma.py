@@ -107,15 +107,33 @@ def prepare(args) -> None:
     reader = pro_reader() if spans else None
     eval_prompts = [enc(gemma_turn(build_prompt(q.question, passages, reader.answer(q.question, passages).text
                                                 if reader else None))) for q, passages in zip(evals, top3)]
-    stops = [int(tok.convert_tokens_to_ids(t)) for t in STOP_TOKENS]
-    args.data.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.data, **dict(zip(("prompt", "prompt_at"), ragged(prompts))),
-                        **dict(zip(("target", "target_at"), ragged(targets))),
-                        **dict(zip(("eval", "eval_at"), ragged(eval_prompts))), stops=np.array(stops),
-                        hint_share=np.array(args.hint_share if spans else 0.0))
+    save_data(args.data, tok, prompts, targets, eval_prompts, hint_share=np.array(args.hint_share if spans else 0.0))
     (args.data.parent / CONTEXTS).write_text(json.dumps(contexts) + "\n")
     print(f"{len(prompts)} training examples ({sum(map(len, prompts)) + sum(map(len, targets))} tokens), "
           f"{len(eval_prompts)} evaluation prompts, {time.time() - start:.0f} s -> {args.data}", flush=True)
+
+
+def save_data(path: Path, tok, prompts, targets, evals, **extra) -> None:
+    """What `train` reads: the training prompts and targets, the evaluation prompts (token
+    ids, ragged) and the stop tokens, with `extra` arrays."""
+    stops = [int(tok.convert_tokens_to_ids(t)) for t in STOP_TOKENS]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **dict(zip(("prompt", "prompt_at"), ragged(prompts))),
+                        **dict(zip(("target", "target_at"), ragged(targets))),
+                        **dict(zip(("eval", "eval_at"), ragged(evals))), stops=np.array(stops), **extra)
+
+
+def commit_run(run_dir: Path, run: dict, adapter: str, metrics: str, evaluation: dict, data: Path) -> None:
+    """A scored `train` run committed: its adapters as examples/models/`adapter`, the training
+    record (its command naming `data`) and `evaluation` as examples/models/`metrics`."""
+    import shutil
+
+    shutil.copyfile(run_dir / ADAPTER, OUT / adapter)
+    training = {**run["training"], "file": adapter, "bytes": (OUT / adapter).stat().st_size}
+    training["command"] = training.get("command", "").replace(
+        "train_gemma train", "train_gemma train --data " + str(data.relative_to(data.parents[3])))
+    (OUT / metrics).write_text(json.dumps({"training": training, "evaluation": evaluation}, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in evaluation.items() if k != "examples"}), flush=True)
 
 
 def pro_reader():

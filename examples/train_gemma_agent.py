@@ -34,13 +34,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 
-from examples.train_gemma import ADAPTER as TRAINED
-from examples.train_gemma import END, OUT, STOP_TOKENS, ragged
+from examples.train_gemma import END, OUT, commit_run, save_data
 
 ADAPTER, METRICS = "gemma3_agent_lora.npz", "gemma3_agent_metrics.json"
 DATA = Path(__file__).resolve().parents[1] / ".cache" / "approx" / "gemma3" / "agent_data.npz"
@@ -91,11 +89,7 @@ def prepare(args) -> None:
         add("qa", build_prompt(item.question, [sentence]), item.answers[0])
         add("qa", build_prompt(item.question, [output]), item.answers[0])
     evals = [enc(gemma_turn(triage_prompt(i.question))) for i in items("tune", args.eval_items, args.seed)]
-    stops = [int(tok.convert_tokens_to_ids(t)) for t in STOP_TOKENS]
-    args.data.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.data, **dict(zip(("prompt", "prompt_at"), ragged(prompts))),
-                        **dict(zip(("target", "target_at"), ragged(targets))),
-                        **dict(zip(("eval", "eval_at"), ragged(evals))), stops=np.array(stops))
+    save_data(args.data, tok, prompts, targets, evals)
     kinds = {k: sum(i.tool == k for i in chosen) for k in KINDS}
     print(json.dumps({"examples": len(prompts), "roles": roles, "kinds": kinds,
                       "max_prompt_tokens": max(map(len, prompts))}), f"-> {args.data}", flush=True)
@@ -125,12 +119,7 @@ def score(args) -> None:
     if smol.is_file():
         evaluation["smollm2"] = {k: v for k, v in json.loads(smol.read_text())["evaluation"]["layers_30"].items()
                                  if k != "examples"}
-    shutil.copyfile(args.run / TRAINED, OUT / ADAPTER)
-    training = {**run["training"], "file": ADAPTER, "bytes": (OUT / ADAPTER).stat().st_size}
-    training["command"] = training.get("command", "").replace(
-        "train_gemma train", "train_gemma train --data " + str(DATA.relative_to(DATA.parents[3])))
-    (OUT / METRICS).write_text(json.dumps({"training": training, "evaluation": evaluation}, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in evaluation.items() if k != "examples"}), flush=True)
+    commit_run(args.run, run, ADAPTER, METRICS, evaluation, args.data)
 
 
 def main() -> None:

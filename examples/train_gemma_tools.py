@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 
 from examples.train_gemma import ADAPTER as TRAINED
-from examples.train_gemma import END, OUT, STOP_TOKENS, ragged
+from examples.train_gemma import END, OUT, commit_run, save_data
 
 ADAPTER, METRICS = "gemma3_tools_lora.npz", "gemma3_tools_metrics.json"
 DATA = Path(__file__).resolve().parents[1] / ".cache" / "approx" / "gemma3" / "tools_data.npz"
@@ -46,35 +45,17 @@ def pool() -> list:
 
 
 def prepare(args) -> None:
-    from approx_dialect.diagnostics import ApproxError
-    from examples.systems.tools.data import CATEGORIES, dev_items
-    from examples.systems.tools.llm import target_calls, tools_prompt
+    from examples.systems.tools.llm import tools_prompt
+    from examples.train_llm_tools import development_settings
     from frontends.components.llm.gemma import gemma_turn, load_base
-    from frontends.components.tools.bfcl import format_calls
 
     _, tok = load_base()
     enc = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
-    prompts, targets, skipped = [], [], 0
-    for category in CATEGORIES:
-        for item in dev_items(category):
-            try:
-                target = format_calls(target_calls(item))
-            except ApproxError:  # a ground truth BFCL's checker rejects as written: left out, counted
-                skipped += 1
-                continue
-            gold = {name for call in item.ground_truth for name in call}
-            settings = [list(item.functions)]
-            if len(item.functions) > 1 and len(gold) == 1:
-                settings.append([f for f in item.functions if f["name"] in gold])
-            for functions in settings:
-                prompts.append(enc(gemma_turn(tools_prompt(item.question, functions))))
-                targets.append(enc(target + END))
+    settings, skipped = development_settings()
+    prompts = [enc(gemma_turn(tools_prompt(question, functions))) for question, functions, _ in settings]
+    targets = [enc(target + END) for _, _, target in settings]
     evals = [enc(gemma_turn(tools_prompt(i.question, list(i.functions)))) for i in pool()]
-    stops = [int(tok.convert_tokens_to_ids(t)) for t in STOP_TOKENS]
-    args.data.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.data, **dict(zip(("prompt", "prompt_at"), ragged(prompts))),
-                        **dict(zip(("target", "target_at"), ragged(targets))),
-                        **dict(zip(("eval", "eval_at"), ragged(evals))), stops=np.array(stops))
+    save_data(args.data, tok, prompts, targets, evals)
     print(f"{len(prompts)} training examples ({skipped} items skipped; prompts up to {max(map(len, prompts))} "
           f"tokens, targets up to {max(map(len, targets))}), {len(evals)} evaluation prompts -> {args.data}",
           flush=True)
@@ -128,12 +109,7 @@ def score(args) -> None:
         evaluation["cpu_float32"] = {"items": args.cpu, "same_outputs": sum(a == b for a, b in zip(cpu, texts)),
                                      "seconds_per_item": round((time.time() - start) / args.cpu, 2),
                                      **accuracy(items[:args.cpu], cpu)}
-    shutil.copyfile(args.run / TRAINED, OUT / ADAPTER)
-    training = {**run["training"], "file": ADAPTER, "bytes": (OUT / ADAPTER).stat().st_size}
-    training["command"] = training.get("command", "").replace("train_gemma train", "train_gemma train --data "
-                                                                + str(DATA.relative_to(DATA.parents[3])))
-    (OUT / METRICS).write_text(json.dumps({"training": training, "evaluation": evaluation}, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in evaluation.items() if k != "examples"}), flush=True)
+    commit_run(args.run, run, ADAPTER, METRICS, evaluation, args.data)
 
 
 def main() -> None:

@@ -58,10 +58,11 @@ OUT = Path(__file__).resolve().parent / "models"
 INIT = OUT / "smollm2_lora.npz"
 
 
-def development_examples(tok, limit: int = 0) -> tuple[list[tuple[list[int], int]], dict]:
-    """(token ids of prompt + target, prompt length) of every development example
-    (the first `limit` items of each category), and counts."""
-    out, lengths, skipped = [], [], 0
+def development_settings(limit: int = 0) -> tuple[list[tuple[str, list[dict], str]], int]:
+    """(request, functions in the prompt, target calls) of every development example (the
+    first `limit` items of each category: each with all its candidates, the multiple ones
+    once more with their ground-truth function alone), and the items left out."""
+    out, skipped = [], 0
     for category in CATEGORIES:
         for item in dev_items(category)[:limit or None]:
             try:
@@ -73,12 +74,20 @@ def development_examples(tok, limit: int = 0) -> tuple[list[tuple[list[int], int
             settings = [list(item.functions)]
             if len(item.functions) > 1 and len(gold) == 1:
                 settings.append([f for f in item.functions if f["name"] in gold])
-            for functions in settings:
-                prompt = tok(chat_prompt(tok, item.question, functions, tools_prompt),
-                             add_special_tokens=False)["input_ids"]
-                ids = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"]
-                out.append((prompt + ids, len(prompt)))
-                lengths.append(len(ids))
+            out += [(item.question, functions, target) for functions in settings]
+    return out, skipped
+
+
+def development_examples(tok, limit: int = 0) -> tuple[list[tuple[list[int], int]], dict]:
+    """(token ids of prompt + target, prompt length) of every development example
+    (`development_settings`), and counts."""
+    out, lengths = [], []
+    settings, skipped = development_settings(limit)
+    for question, functions, target in settings:
+        prompt = tok(chat_prompt(tok, question, functions, tools_prompt), add_special_tokens=False)["input_ids"]
+        ids = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"]
+        out.append((prompt + ids, len(prompt)))
+        lengths.append(len(ids))
     return out, {"examples": len(out), "skipped_items": skipped, "max_target_tokens": max(lengths),
                  "max_prompt_tokens": max(p for _, p in out)}
 
