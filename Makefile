@@ -107,10 +107,11 @@ $(ENGINE): $(ENGINE_ANSWER_BUILT) $(ENGINE_WRITER)
 	touch $(ENGINE)
 
 # the setup steps two at a time (the engine builds and probes while the IREE extra and Debian's parts install);
-# whole test files to two workers, the longest first (tests/conftest.py)
+# whole test files to two workers, the longest first (tests/conftest.py); a worker that dies (the kernel's OOM killer)
+# fails the run instead of being restarted (a restarted run once waited forever on the dead worker)
 test:
 	$(MAKE) -j2 install system-deps $(IREE)
-	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart 0 --durations=15
 
 # micro-benchmarks, then the compound systems and kernels -> bench/results.md and bench/results.json
 bench: install

@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 import time
+import weakref
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -66,21 +67,26 @@ def tuning_measurer(program, inputs, references, metric, cost: Cost) -> Measurer
     return Measurer(program, inputs, references, metric, cost, timing_seconds=TUNING_TIMING_SECONDS)
 
 
-_BUILT: OrderedDict[tuple, Callable] = OrderedDict()
+BUILDS_KEPT = 128  # builds remembered per program
+_BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> OrderedDict(key -> build)
 
 
 def build(program, config: dict) -> Callable:
-    """`program.build(config)`, remembered (the slice and the full split, a resumed
-    study and the held-out evaluation use one build; the pipeline costs ~0.1 s): by the
-    program's `text` and `entry` where it has them, else by the object."""
-    text = offered(program, "text")
-    key = (text, offered(program, "entry") or "", config_key(config)) if text else (id(program), "", config_key(config))
-    if key not in _BUILT:
-        _BUILT[key] = program.build(config)
-        while len(_BUILT) > 128:
-            _BUILT.popitem(last=False)
-    _BUILT.move_to_end(key)
-    return _BUILT[key]
+    """`program.build(config)`, remembered for as long as `program` lives (the slice and the
+    full split, a resumed study and the held-out evaluation use one build; the pipeline costs
+    ~0.1 s): a build holds the program's models, so a program let go takes its builds with it.
+    A program that takes no weak reference is built each time."""
+    try:
+        builds = _BUILT.setdefault(program, OrderedDict())
+    except TypeError:
+        return program.build(config)
+    key = (offered(program, "entry") or "", config_key(config))
+    if key not in builds:
+        builds[key] = program.build(config)
+        while len(builds) > BUILDS_KEPT:
+            builds.popitem(last=False)
+    builds.move_to_end(key)
+    return builds[key]
 
 
 def run_job(job: Job, measurer: Measurer | None = None, callbacks=()) -> None:
