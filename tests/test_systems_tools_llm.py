@@ -1,7 +1,8 @@
 """The LLM + tools agent for real: Gemma 3 270M with the tools adapters of
 examples/models writes BFCL calls through its `component.generate` op. The
 adapters load into every layer, `approx-opt --list-knobs` on the agent's
-IR is its knobs, knob 0 is Gemma asked directly with the routed function, and
+IR is its knobs, knob 0 is Gemma verifying the fast reader filler's calls, asked directly
+with the routed function, and
 BFCL's AST checker judges the calls of two held-out requests as recorded; where the
 engine extra is installed the writer's exact path (an engine) writes eager torch's calls."""
 
@@ -12,7 +13,7 @@ import json
 import pytest
 
 from approx_opt.main import list_knobs
-from examples.systems.tools.agent_llm import load_writer, system, writer_precisions
+from examples.systems.tools.agent_llm import VERIFY_MARGIN, load_writer, system, writer_precisions
 from examples.systems.tools.components import ItemTools, routers
 from examples.systems.tools.data import pool_items, query_of
 from examples.systems.tools.llm import ReaderFiller, calls_of, schema_text, target_calls, tools_prompt
@@ -21,7 +22,7 @@ from frontends.components.tools.bfcl import format_calls, parse_calls
 from tests.test_llm_support import one_torch_thread  # noqa: F401 (autouse fixture)
 
 # held-out requests (pool items) and whether the exact agent's calls pass BFCL's AST check
-ITEMS = (("simple_python", 0, True), ("parallel", 0, True))
+ITEMS = (("simple_python", 3, True), ("parallel", 0, True))
 # BFCL requests (pool items) the engine's exact path is compared with eager torch on
 ENGINE_ITEMS = (("simple_python", 0), ("multiple", 0), ("parallel", 0))  # one of each category
 
@@ -67,14 +68,17 @@ def test_a_precision_value_that_does_not_pay_here_is_left_out(writer, monkeypatc
     assert all(f"precision = {v} left out by APPROX_LEAVE_OUT" in said for v in LLM_PRECISIONS)
 
 
-def test_knob_zero_is_the_writer_asked_directly(program, writer):
+def test_knob_zero_is_the_verified_writer_asked_directly(program, writer):
+    from frontends.components.llm.verifier import Verified
+
     exact = program.exact()
     embedding = routers()[0]
+    verified = Verified(writer, ReaderFiller(load_readers()[0]), VERIFY_MARGIN)
     for category, k, ok in ITEMS:
         item = pool_items(category)[k]
         q = query_of(item)
         function = ItemTools().call(q, embedding)
-        direct = writer.answer(q.question, [function])
+        direct = verified.answer(q.question, [function])
         got = exact(q)
         assert got == calls_of(direct) and got, (item.id, direct.text)
         assert bool(item.check(got)) is ok, (item.id, direct.text)

@@ -7,7 +7,11 @@
         return calls_or_cues(written, query.question, function)
 
 The writer's prompt is the request and the routed function's schema
-(tools.llm.tools_prompt); its answer is a call list in BFCL's Python syntax.
+(tools.llm.tools_prompt); its answer is a call list in BFCL's Python syntax. The exact
+writer is Gemma verifying the fast reader filler's calls (`verifier.Verified`: Gemma writes
+its own calls and scores the filler's after the same prompt; the filler's answer where Gemma
+finds them within VERIFY_MARGIN nats a token of its own): the most accurate composition
+measured (`bench/tools_composition_probe.py`, docs/systems.md), well above Gemma alone.
 Knobs (all exact at 0, all attributes of the two component ops):
 `tools.router` (keyword IDF instead of MiniLM), `writer.model` (a cascade: the
 reader-based filler of tools/agent.py, fast then pro, answers when the reader is
@@ -38,13 +42,14 @@ from examples.systems.tools.llm import DEFAULT_MAX_NEW_TOKENS, ReaderFiller, cal
 
 ADAPTER = Path(__file__).resolve().parents[2] / "models" / "gemma3_tools_lora.npz"
 TOKENS = (96, 64)  # writer.max_new_tokens knob values (exact: DEFAULT_MAX_NEW_TOKENS)
+VERIFY_MARGIN = -1.2  # nats per token: fitted on the composition probe's 100 tuning requests
 
 
 def model_name() -> str:
     """What writes the calls (results.json records it under `model`): says the exact path's engine."""
     from examples.systems.common import gemma_weights
 
-    return f"{gemma_weights()} + LoRA examples/models/{ADAPTER.name}"
+    return f"{gemma_weights()} + LoRA examples/models/{ADAPTER.name}, verifying the fast reader filler's calls"
 
 
 def load_writer():
@@ -87,11 +92,12 @@ def calls_or_cues(written, question: str, function: dict) -> list[dict]:
 
 def agent_program(writer=None, readers=None, encoder=None):
     """(the decorated agent, the embedding router, the answer models whose calls the
-    tuner's untimed passes keep: the writer and the readers' fillers, all deterministic):
-    the program of the module docstring."""
+    tuner's untimed passes keep: the verified writer and the readers' fillers, all
+    deterministic): the program of the module docstring."""
     from examples.systems.tools.components import ItemTools, routers
     from examples.systems.tools.reader import THRESHOLDS, load_readers
     from frontends.components.declare import Generate, ToolCall, Tune
+    from frontends.components.llm.verifier import Verified
 
     writer = writer or load_writer()
     fast, pro = readers or load_readers()
@@ -100,7 +106,8 @@ def agent_program(writer=None, readers=None, encoder=None):
     tools = ToolCall("tools", item_tools, embedding, tune=route)
     fillers = [ReaderFiller(fast), ReaderFiller(pro)]
     precisions = writer_precisions(writer)
-    write = Generate("writer", writer, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
+    verified = Verified(writer, fillers[0], VERIFY_MARGIN)
+    write = Generate("writer", verified, max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
                      tune=[Tune.cascade(fillers, THRESHOLDS),
                            Tune.param("max_new_tokens", *TOKENS),
                            *([Tune.precision(*precisions)] if precisions else []),
@@ -114,7 +121,7 @@ def agent_program(writer=None, readers=None, encoder=None):
         return calls_or_cues(written, query.question, function)
 
     tools_agent_llm.__qualname__ = "tools_agent_llm"
-    return decided_by_string_load(tools_agent_llm, item_tools, keyword, route), embedding, (writer, *fillers)
+    return decided_by_string_load(tools_agent_llm, item_tools, keyword, route), embedding, (verified, *fillers)
 
 
 @functools.lru_cache(maxsize=4)
