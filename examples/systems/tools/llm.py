@@ -110,6 +110,9 @@ class ReaderFiller(Variants, AnswerModel):
 
         self.scorer, self.reader = scorer, ArgumentReader(scorer)
         self.name = f"filler_{self.reader.name}"
+        # the reader's one forward pass, then fixed rules: its calls may be kept, and so may those of
+        # a model verifying them (`verifier.Verified` is deterministic where both of its models are)
+        self.deterministic = bool(scorer.reader.deterministic)
         self.precisions = frozenset(scorer.precisions)  # its variants are the reader's
 
     def build_variant(self, precision: str, layers: int | None) -> "ReaderFiller":
