@@ -24,7 +24,6 @@ from typing import Any, Callable
 import optuna
 
 from approx_dialect.diagnostics import ApproxError
-from approx_opt.program import offered
 from autotuner._objective import Objective
 from autotuner._optimize import optimize, stopper_for
 from autotuner._records import counts, front, hypervolume_of_study, records
@@ -80,7 +79,7 @@ def build(program, config: dict) -> Callable:
         builds = _BUILT.setdefault(program, OrderedDict())
     except TypeError:
         return program.build(config)
-    key = (offered(program, "entry") or "", config_key(config))
+    key = config_key(config)
     if key not in builds:
         builds[key] = program.build(config)
         while len(builds) > BUILDS_KEPT:

@@ -91,8 +91,12 @@ def rules(path: Path) -> None:
     tune = [r for r in rows if r["split"] == "tune"]
     held = [r for r in rows if r["split"] == "eval"]
 
+    def ok(r, router, pick) -> float:
+        """Whether the candidate `pick` chooses (None: Gemma's own) is right on record `r`."""
+        return r[router][f"{pick(r[router]) or 'gemma'}_ok"]
+
     def acc(rs, router, pick) -> float:
-        return sum(r[router][f"{pick(r[router]) or 'gemma'}_ok"] for r in rs) / max(len(rs), 1)
+        return sum(ok(r, router, pick) for r in rs) / max(len(rs), 1)
 
     def mean_lp(x, who):
         return x[f"lp_{who}"] / max(x[f"n_{who}"], 1)
@@ -117,8 +121,8 @@ def rules(path: Path) -> None:
             for name, (values, make) in families.items():
                 best = max(values, key=lambda t: (acc(tune, router, make(t)), -abs(t)))
                 pick = make(best)
-                gained = sum(1 for r in held if r[router][f"{pick(r[router]) or 'gemma'}_ok"] > r[router]["gemma_ok"])
-                lost = sum(1 for r in held if r[router][f"{pick(r[router]) or 'gemma'}_ok"] < r[router]["gemma_ok"])
+                gained = sum(1 for r in held if ok(r, router, pick) > r[router]["gemma_ok"])
+                lost = sum(1 for r in held if ok(r, router, pick) < r[router]["gemma_ok"])
                 print(f"  {name}: t={best} tune {acc(tune, router, pick):.3f} held {acc(held, router, pick):.3f} "
                       f"({gained} gained / {lost} lost held out against gemma alone)")
 

@@ -15,7 +15,7 @@ measured (`bench/tools_composition_probe.py`, docs/systems.md), well above Gemma
 Knobs (all exact at 0, all attributes of the two component ops):
 `tools.router` (keyword IDF instead of MiniLM), `writer.model` (a cascade: the
 reader-based filler of tools/agent.py, fast then pro, answers when the reader is
-confident, Gemma otherwise), `writer.max_new_tokens`, `writer.precision`
+confident, the verifying Gemma otherwise), `writer.max_new_tokens`, `writer.precision`
 (the values that write calls faster than float32 on this machine, and the same calls
 on most probe requests: `writer_precisions`), `writer.layers` (early
 exit at the depths the adapters were trained for, where they were: Gemma's were not) and `writer.skip`
